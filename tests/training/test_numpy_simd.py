@@ -141,3 +141,24 @@ def test_a_resume_under_another_torch_cpu_capability_is_noted(
     ) in err.splitlines()
     code, _, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "2")
     assert code == 0 and "other software" not in err
+
+
+def test_the_resume_note_escapes_what_the_checkpoint_recorded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review113 F8: recorded values reached the terminal as written: an edited block's line break
+    and escape sequence split the note and coloured the terminal; they are shown escaped, as
+    ``inspect`` shows them."""
+    saved = tmp_path / "m.npz"
+    ok(capsys, *SMALL, "--save", str(saved))
+    with np.load(saved, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["metadata"]))
+    meta["environment"]["numpy_simd"] = "X86_V2\n\x1b[31m"
+    arrays["metadata"] = np.array(json.dumps(meta))
+    edited = tmp_path / "e.npz"
+    with edited.open("wb") as handle:
+        np.savez(handle, **arrays)
+    code, _, err = cli(capsys, "train", "--resume", str(edited), "--epochs", "2")
+    assert code == 0 and "\x1b" not in err
+    assert f"(numpy's SIMD level X86_V2\\n\\x1b[31m -> {provenance.numpy_simd()}, whose" in err

@@ -100,6 +100,7 @@ from torchlean import checkpoint, data, optim, provenance
 from torchlean._memory import byte_count, usable_memory
 from torchlean.autograd import profiler
 from torchlean.backend import profiles, report
+from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.backend.vocabulary import Device
 from torchlean.cli import _imbalance, _pace, _resume
@@ -335,6 +336,13 @@ _SOFTWARE = ("torchlean", "numpy", "torch")
 """The environment entries whose change may change a resumed run's bits (with the capsule table)."""
 
 
+def _recorded(value: object) -> str:
+    """A value read from a checkpoint's environment block as a note shows it: one line, nothing
+    for the terminal (a version or SIMD level edited to hold a line break or an escape sequence,
+    review113 F8), as ``inspect`` shows it."""
+    return escaped(str(value))
+
+
 def _software_note(
     resumed: _resume.Resumed | None, profile: profiles.BackendProfile, saving: bool = True
 ) -> str:
@@ -355,18 +363,18 @@ def _software_note(
     recorded = resumed.saved.environment
     current = provenance.environment(profile=profile)
     software = _SOFTWARE if provenance.runs_torch(profile) else tuple(k for k in _SOFTWARE if k != "torch")
-    changed = [f"{key} {recorded.get(key)} -> {current[key]}" for key in software  # no torch kernel:
-               if recorded.get(key) != current[key]]  # its version changes no bit (review99 L4)
+    changed = [f"{key} {_recorded(recorded.get(key))} -> {current[key]}" for key in software  # no torch
+               if recorded.get(key) != current[key]]  # kernel: its version changes no bit (review99 L4)
     source = recorded.get("torchlean_source_sha256")  # None: written before it was recorded
     same_version = recorded.get("torchlean") == current["torchlean"]  # else the version change is named
     simd = recorded.get("numpy_simd")  # None: written before it was recorded (review109 F1)
     if simd is not None and current["numpy_simd"] is not None and simd != current["numpy_simd"]:
-        changed.append(f"numpy's SIMD level {simd} -> {current['numpy_simd']}, whose exp, log and tanh "
-                       "kernels round otherwise")
+        changed.append(f"numpy's SIMD level {_recorded(simd)} -> {current['numpy_simd']}, whose exp, log "
+                       "and tanh kernels round otherwise")
     level = recorded.get("torch_cpu_capability")  # None: no torch CPU kernel, or not yet recorded
     if level is not None and current["torch_cpu_capability"] not in (None, level):
-        changed.append(f"torch's CPU capability {level} -> {current['torch_cpu_capability']}, whose "
-                       "kernels round otherwise")
+        changed.append(f"torch's CPU capability {_recorded(level)} -> {current['torch_cpu_capability']}, "
+                       "whose kernels round otherwise")
     if same_version and source not in (None, current["torchlean_source_sha256"]):
         changed.append(f"torchlean {current['torchlean']}'s source: another build, whose digest torchlean "
                        "inspect shows")
