@@ -4,7 +4,7 @@ for the terminal), and quoted when blanks at either end would not show (review11
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from torchlean.backend.display import escaped
 
@@ -24,7 +24,7 @@ def missing_file_name(given: str) -> str:
     ends = "starts and ends" if given[0] in " \t" and given[-1] in " \t" else (
         "starts" if given[0] in " \t" else "ends")
     try:
-        found = bool(stripped) and Path(stripped).exists()
+        found = bool(stripped) and os.path.exists(stripped)  # not Path: it drops a final "/"
     except OSError:  # a name too long, or not checkable here
         found = False
     other = f"; {escaped(stripped)} exists" if found else ""

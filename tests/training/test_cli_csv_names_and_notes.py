@@ -221,6 +221,9 @@ def test_a_missing_path_with_blanks_at_an_end_is_quoted(
     assert _refused(capsys, "train", "--dataset", " ok.csv ") == (
         "dataset file not found: ' ok.csv ' (its name starts and ends with a blank; ok.csv exists)"
     )
+    assert _refused(capsys, "train", "--dataset", "ok.csv/ ") == (  # review113 F10: ok.csv/ is no file
+        "dataset file not found: 'ok.csv/ ' (its name ends with a blank)"
+    )
     assert _refused(capsys, "predict", "m.npz ", "--dataset", "ok.csv") == (
         "checkpoint file not found: 'm.npz ' (its name ends with a blank; m.npz exists)"
     )
