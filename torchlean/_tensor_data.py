@@ -149,7 +149,7 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         target = resolve_dtype(dtype)
     elif raw.dtype.kind == "f":
         if not from_array:
-            # a list of float64 tensors stays float64, as torch.tensor keeps it (review111 F2)
+            # a list of float64 tensors stays float64, as torch.tensor keeps 0-d ones (review111 F2)
             target = raw.dtype if raw.dtype == np.float64 and _float64_tensors(data) else DEFAULT_DTYPE
         elif raw.dtype in FLOAT_DTYPES:
             target = raw.dtype

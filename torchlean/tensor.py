@@ -1827,8 +1827,9 @@ def tensor(
     booleans bool. Nested sequences are read as numbers whatever their items' types: a list of
     numpy float64 scalars becomes float32, where ``torch.tensor`` keeps float64 (pass
     ``dtype="float64"``, or ``np.asarray`` the list first); but a list or tuple (nested or not)
-    whose every element is a float64 tensor (torchlean or torch, any shape) stays float64, as in
-    torch, and one that mixes them with numbers or other dtypes is float32 (torch: float64).
+    whose every element is a float64 tensor (torchlean or torch, any shape) stays float64 (as
+    torch keeps 0-d ones; ``torch.tensor`` refuses a list of multi-element tensors), and one that
+    mixes them with numbers or other dtypes is float32 (torch: float64).
     ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
     ``"cuda:N"`` (torch storage on that CUDA device).
 
