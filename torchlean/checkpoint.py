@@ -1726,9 +1726,11 @@ def _environment(value: object) -> Mapping[str, Any]:
     if missing or unexpected:  # review64 F4: a hand edit must not pass silently
         faults = "; ".join(f"{what} {', '.join(map(repr, keys))}" for what, keys in (
             ("missing", missing), ("unexpected", unexpected)) if keys)
+        newer = (" (a newer torchlean's block, or an edited one: read a newer torchlean's checkpoint with "
+                 "that version)" if unexpected and not missing else "")  # review113 F12
         raise CheckpointError(
             f"environment must have the keys of provenance.environment() ({', '.join(ENVIRONMENT_KEYS)}): "
-            f"{faults}"
+            f"{faults}{newer}"
         )
     fault = environment_fault(block)
     if fault is not None:  # review65 F5, F6: each value of the type provenance.environment() writes

@@ -51,7 +51,8 @@ def edited(source: Path, target: Path, edit: Any) -> Path:
     (lambda env: env.pop("torch"),
      f"environment must have the keys of provenance.environment() ({KEYS}): missing 'torch'"),
     (lambda env: env.update(foo="bar"),
-     f"environment must have the keys of provenance.environment() ({KEYS}): unexpected 'foo'"),
+     f"environment must have the keys of provenance.environment() ({KEYS}): unexpected 'foo' (a newer "
+     "torchlean's block, or an edited one: read a newer torchlean's checkpoint with that version)"),
     (lambda env: (env.pop("cwd"), env.pop("utc"), env.update(x=1)),
      f"environment must have the keys of provenance.environment() ({KEYS}): missing 'cwd', 'utc'; "
      "unexpected 'x'"),
