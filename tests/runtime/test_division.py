@@ -294,3 +294,16 @@ def test_division_and_negation_errors_name_the_operator_not_the_recorded_ops(cal
     what the user wrote; ``div`` and ``neg`` now check first, before any op is recorded."""
     with pytest.raises(tl.GuardError, match=message):
         call()
+
+
+def test_the_named_conversion_is_one_torchlean_takes() -> None:
+    """review113 F1: the refusal named ``t.to(dtype='float32')``, which ``Tensor.to`` refuses (it
+    moves between devices only); the conversion it names now runs and gives torch's quotient."""
+    t = tl.tensor([1, 2, 7])
+    named = r"convert with tl\.tensor\(t\.numpy\(\), dtype='float32'\)\)$"
+    with pytest.raises(tl.GuardError, match=named) as info:
+        t / 2
+    assert "t.to(" not in str(info.value)
+    converted = eval("tl.tensor(t.numpy(), dtype='float32')", {"tl": tl, "t": t})
+    expected = (torch.tensor([1, 2, 7]) / 2).numpy()
+    np.testing.assert_array_equal((converted / 2).numpy(), expected)
