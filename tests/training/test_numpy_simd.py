@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import json
 import os
 import re
 import subprocess
@@ -19,10 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_runs import cli, ok
+from test_environment_review64 import edited
 
 from torchlean import checkpoint, provenance
 
 SMALL = ("--dataset", "iris", "--hidden", "4", "--epochs", "1")
+
+
+def software_note(path: Path, changed: str) -> str:
+    """The ``--resume`` note on other software naming ``changed``."""
+    return (f"note: the run in {path} was written under other software than this one runs under ({changed}), "
+            "so the resumed run may not be bit for bit the uninterrupted one")
 
 
 def _shown_by_numpy() -> str:
@@ -64,25 +70,12 @@ def test_a_resume_under_another_simd_level_is_noted(
     ok(capsys, *SMALL, "--save", str(saved))
     assert checkpoint.load(saved).environment["numpy_simd"] == provenance.numpy_simd()  # type: ignore[index]
 
-    def edited(target: Path, edit: object) -> Path:
-        with np.load(saved, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-        meta = json.loads(str(arrays["metadata"]))
-        edit(meta["environment"])  # type: ignore[operator]
-        arrays["metadata"] = np.array(json.dumps(meta))
-        with target.open("wb") as handle:
-            np.savez(handle, **arrays)
-        return target
-
-    other = edited(tmp_path / "o.npz", lambda env: env.update(numpy_simd="X86_V2"))
+    other = edited(saved, tmp_path / "o.npz", lambda env: env.update(numpy_simd="X86_V2"))
     code, _, err = cli(capsys, "train", "--resume", str(other), "--epochs", "2")
     assert code == 0
-    assert (
-        f"note: the run in {other} was written under other software than this one runs under (numpy's SIMD "
-        f"level X86_V2 -> {provenance.numpy_simd()}, whose exp, log and tanh kernels round otherwise), so "
-        "the resumed run may not be bit for bit the uninterrupted one"
-    ) in err.splitlines()
-    earlier = edited(tmp_path / "e.npz", lambda env: env.pop("numpy_simd"))  # before it was recorded
+    assert software_note(other, f"numpy's SIMD level X86_V2 -> {provenance.numpy_simd()}, whose exp, log "
+                         "and tanh kernels round otherwise") in err.splitlines()
+    earlier = edited(saved, tmp_path / "e.npz", lambda env: env.pop("numpy_simd"))  # before it was recorded
     assert checkpoint.load(earlier).environment["numpy_simd"] is None  # type: ignore[index]
     code, _, err = cli(capsys, "train", "--resume", str(earlier), "--epochs", "2")
     assert code == 0 and "other software" not in err
@@ -123,22 +116,12 @@ def test_a_resume_under_another_torch_cpu_capability_is_noted(
     ok(capsys, *SMALL, "--profile", "fast_cpu", "--save", str(saved))
     level = torch.backends.cpu.get_cpu_capability()
     assert checkpoint.load(saved).environment["torch_cpu_capability"] == level  # type: ignore[index]
-    with np.load(saved, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays["metadata"]))
     other_level = "AVX2" if level != "AVX2" else "DEFAULT"
-    meta["environment"]["torch_cpu_capability"] = other_level
-    arrays["metadata"] = np.array(json.dumps(meta))
-    other = tmp_path / "o.npz"
-    with other.open("wb") as handle:
-        np.savez(handle, **arrays)
+    other = edited(saved, tmp_path / "o.npz", lambda env: env.update(torch_cpu_capability=other_level))
     code, _, err = cli(capsys, "train", "--resume", str(other), "--epochs", "2")
     assert code == 0
-    assert (
-        f"note: the run in {other} was written under other software than this one runs under (torch's CPU "
-        f"capability {other_level} -> {level}, whose kernels round otherwise), so the resumed run may not be "
-        "bit for bit the uninterrupted one"
-    ) in err.splitlines()
+    assert software_note(other, f"torch's CPU capability {other_level} -> {level}, whose kernels round "
+                         "otherwise") in err.splitlines()
     code, _, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "2")
     assert code == 0 and "other software" not in err
 
@@ -151,14 +134,7 @@ def test_the_resume_note_escapes_what_the_checkpoint_recorded(
     ``inspect`` shows them."""
     saved = tmp_path / "m.npz"
     ok(capsys, *SMALL, "--save", str(saved))
-    with np.load(saved, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays["metadata"]))
-    meta["environment"]["numpy_simd"] = "X86_V2\n\x1b[31m"
-    arrays["metadata"] = np.array(json.dumps(meta))
-    edited = tmp_path / "e.npz"
-    with edited.open("wb") as handle:
-        np.savez(handle, **arrays)
-    code, _, err = cli(capsys, "train", "--resume", str(edited), "--epochs", "2")
+    forged = edited(saved, tmp_path / "e.npz", lambda env: env.update(numpy_simd="X86_V2\n\x1b[31m"))
+    code, _, err = cli(capsys, "train", "--resume", str(forged), "--epochs", "2")
     assert code == 0 and "\x1b" not in err
     assert f"(numpy's SIMD level X86_V2\\n\\x1b[31m -> {provenance.numpy_simd()}, whose" in err
