@@ -254,9 +254,11 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
             F._check_slice(item, index)
         elif _is_uint8_array(item):
             raise TensorError(
-                f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds a uint8 "
-                "array, which numpy takes as positions and torch as a mask (refused in a write); "
-                "convert it: .astype(bool) for a mask, .astype(np.int64) for positions"
+                f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds uint8 "
+                "index data, which numpy takes as positions and torch reads as a (deprecated) mask, "
+                "so it is refused rather than written by either rule; convert it: a numpy array "
+                "with .astype(bool) for a mask or .astype(np.int64) for positions, a torch tensor "
+                "with .bool() or .long()"
             )
     data = t._data
     source = written_values(
@@ -269,6 +271,8 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     )
     if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
         _require_floats_fit_int64(source)
+    if source.ndim and source.size == 1:  # fits any target by torch's rule (review114 F3: numpy
+        source = source.reshape(())  # < 2.4 warns writing it into one element, 2.4 refuses)
     try:  # numpy drops a value's leading size-1 axes into an array target, as torch does
         _write(data, index, source)
     except (ValueError, TypeError, IndexError, OverflowError) as exc:
@@ -306,10 +310,16 @@ def _write(data: Any, index: Any, source: Array) -> None:
 
 
 def _is_uint8_array(item: object) -> bool:
-    """Whether ``item`` is a numpy uint8 array or a torch uint8 tensor (review113 F2: numpy
-    indexes with its values, torch reads it as a mask)."""
+    """Whether ``item`` is uint8 index data: a numpy uint8 array, a torch uint8 tensor, or a list
+    or tuple numpy reads as uint8 (``list(u8)``, review114 F1) (review113 F2: numpy indexes with
+    its values, torch reads it as a mask)."""
     if isinstance(item, np.ndarray):
         return bool(item.dtype == np.uint8)
+    if isinstance(item, list | tuple):
+        try:
+            return bool(np.asarray(item).dtype == np.uint8)
+        except (ValueError, TypeError):  # ragged, or not numbers: numpy's own refusal follows
+            return False
     return type(item).__module__.startswith("torch") and str(getattr(item, "dtype", "")) == "torch.uint8"
 
 

@@ -307,3 +307,14 @@ def test_the_named_conversion_is_one_torchlean_takes() -> None:
     converted = eval("tl.tensor(t.numpy(), dtype='float32')", {"tl": tl, "t": t})
     expected = (torch.tensor([1, 2, 7]) / 2).numpy()
     np.testing.assert_array_equal((converted / 2).numpy(), expected)
+
+
+def test_the_named_conversion_matches_a_float64_partner() -> None:
+    """review114 F7: the hint named float32 beside a float64 operand, which the next try refused
+    for mixing dtypes; it names the partner's dtype, and following it gives torch's quotient."""
+    f64, i = tl.tensor(np.array([1.5, 2.5])), tl.tensor([1, 2])
+    with pytest.raises(tl.GuardError, match=r"convert with tl\.tensor\(t\.numpy\(\), dtype='float64'\)\)$"):
+        f64 / i
+    converted = tl.tensor(i.numpy(), dtype="float64")
+    expected = torch.tensor([1.5, 2.5]) / torch.tensor([1, 2])
+    np.testing.assert_array_equal((f64 / converted).numpy(), expected.numpy())

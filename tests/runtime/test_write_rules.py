@@ -291,3 +291,22 @@ def test_copy_writes_or_refuses_before_writing_never_in_numpys_words(
             assert t.tolist() == expected.tolist() and t._version.value == version + 1, (shape, host)
             continue
         assert t.tolist() == before and t._version.value == version, (shape, host)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [np.array([1, 0, 1], np.uint8), list(np.array([1, 0, 1], np.uint8)), [np.array([1, 0, 1], np.uint8)]],
+    ids=["array", "list-of-uint8", "list-holding-an-array"],
+)
+def test_uint8_index_data_is_refused_in_a_write(index: object) -> None:
+    """review113 F2, review114 F1: numpy writes uint8 index data as positions, torch reads it as a
+    (deprecated) mask, so ``x[list(u8)] = v`` silently wrote other rows than torch; every form is
+    refused, naming both conversions, and nothing is written."""
+    x = tl.tensor(np.zeros((3, 2)))
+    refusal = (r"it holds uint8 index data, which numpy takes as positions and torch reads as a "
+               r"\(deprecated\) mask.*\.bool\(\) or \.long\(\)$")
+    with pytest.raises(tl.TensorError, match=refusal):
+        x[index] = np.array([7.0, 8.0])
+    assert x.numpy().tolist() == [[0.0, 0.0]] * 3
+    with pytest.raises(tl.TensorError, match=r"^unsupported index: a mask \(bool or uint8\)"):
+        x[index]

@@ -161,17 +161,21 @@ def div(a: Operand, b: Operand) -> Tensor:
 def _check_floats(op: str, records: str, operands: tuple[Operand, ...]) -> None:
     """Refuse an int64 or bool Tensor operand of ``op`` (``div``, ``neg``) naming ``op``, where the
     recorded ops' guards would name themselves (``inv``, ``mul``, ``scale``); ``records`` says
-    which ops ``op`` records.
+    which ops ``op`` records. The conversion named is to the other operand's float dtype (else
+    float32), on the operand's device.
 
     Raises:
         GuardError: an operand that is a Tensor of a dtype other than float32 or float64.
     """
+    floats = [o.dtype for o in operands if isinstance(o, Tensor) and o.dtype.kind == "f"]
+    target = floats[0] if floats else np.dtype(np.float32)  # the other operand's (review114 F7)
     for name, operand in zip("ab", operands, strict=False):
         if isinstance(operand, Tensor) and operand.dtype.kind != "f":
             which = f"operand {name}" if len(operands) > 1 else "input x"
+            device = "" if operand.device == "cpu" else f", device='{operand.device}'"
             raise GuardError(
                 f"{op}: {which} has dtype {operand.dtype}; accepted: float32 or float64 ({records}, "
-                "on floats only; convert with tl.tensor(t.numpy(), dtype='float32'))"
+                f"on floats only; convert with tl.tensor(t.numpy(), dtype='{target}'{device}))"
             )
 
 

@@ -128,6 +128,8 @@ def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
         except (ValueError, TypeError):  # ragged
             return None
         kind, shape = values.dtype.kind, values.shape
+        if values.dtype == np.uint8:  # list(u8): a uint8 mask to torch too (review114 F1)
+            kind = "b"
     else:
         return None
     if kind == "b":
@@ -157,7 +159,8 @@ def _unsupported_index(item: object, x: Tensor) -> TensorError:
             "where torch also reads a mask; read it with torchlean.gather: for a mask of x's "
             "shape, torch's x[mask] is tl.gather(x.reshape(-1), np.flatnonzero(mask), 0) "
             "(np.nonzero(mask) gives the positions along each axis); item assignment "
-            "x[mask] = v takes the mask itself"
+            "x[mask] = v takes a bool mask itself (a uint8 one converted: mask.astype(bool), or "
+            ".bool() for a torch tensor)"
         )
     along = (
         "tl.gather(x, idx, 0)" if x.ndim == 1
