@@ -1067,7 +1067,8 @@ class Tensor:
             TensorTypeError: ``value`` is not numeric data (``None``, a string, bytes, an object),
                 or a torch tensor that requires grad; a slice bound that is not an integer.
             TensorError: read-only storage, a negative or zero slice step, an index numpy cannot
-                apply (the message names it), a value that does not broadcast to the selected
+                apply (the message names it), uint8 index data (positions to numpy, a mask to
+                torch: convert it to bool or int64), a value that does not broadcast to the selected
                 shape (the message names both shapes and the accepted ones), ragged data, or a
                 value that does not fit this dtype (an integer beyond int64, or beyond float32's
                 range; for int64 a float
