@@ -252,7 +252,7 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     for item in F._index_tuple(index):
         if isinstance(item, slice):
             F._check_slice(item, index)
-        elif _is_uint8_array(item):
+        elif F._is_uint8_index(item):
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds uint8 "
                 "index data, which numpy takes as positions and torch reads as a (deprecated) mask, "
@@ -307,20 +307,6 @@ def _write(data: Any, index: Any, source: Array) -> None:
             staged = storage.to_host(data).copy()
             staged[index] = source
             data.copy_(storage.host_tensor(staged))
-
-
-def _is_uint8_array(item: object) -> bool:
-    """Whether ``item`` is uint8 index data: a numpy uint8 array, a torch uint8 tensor, or a list
-    or tuple numpy reads as uint8 (``list(u8)``, review114 F1) (review113 F2: numpy indexes with
-    its values, torch reads it as a mask)."""
-    if isinstance(item, np.ndarray):
-        return bool(item.dtype == np.uint8)
-    if isinstance(item, list | tuple):
-        try:
-            return bool(np.asarray(item).dtype == np.uint8)
-        except (ValueError, TypeError):  # ragged, or not numbers: numpy's own refusal follows
-            return False
-    return type(item).__module__.startswith("torch") and str(getattr(item, "dtype", "")) == "torch.uint8"
 
 
 def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:

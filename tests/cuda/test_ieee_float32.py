@@ -25,7 +25,7 @@ from torchlean.backend.providers import attention_kernels
 
 MATMUL = torch.backends.cuda.matmul
 CONV: Any = getattr(torch.backends.cudnn, "conv", None)
-pytestmark = pytest.mark.skipif(not hasattr(MATMUL, "fp32_precision"), reason="torch < 2.9: legacy flags")
+pytestmark = pytest.mark.skipif(not hasattr(MATMUL, "fp32_precision"), reason="no fp32_precision")
 
 SETUPS = {
     "default": "",

@@ -117,6 +117,7 @@ from torchlean.functional._convolution import avg_pool, conv, conv_transpose, ma
 from torchlean.functional._embedding import embedding
 from torchlean.functional._indexing import _check_slice as _check_slice
 from torchlean.functional._indexing import _index_tuple as _index_tuple
+from torchlean.functional._indexing import _is_uint8_index as _is_uint8_index
 from torchlean.functional._indexing import gather, getitem, scatter_add, slice
 from torchlean.functional._losses import cross_entropy, mse_loss
 from torchlean.functional._normalization import batch_norm, layer_norm
@@ -145,9 +146,10 @@ from torchlean.functional._random import bernoulli_mask, dropout, rand_uniform
 from torchlean.functional._reductions import logsumexp, reduce_mean, reduce_sum
 from torchlean.functional._shape import broadcast_to, concat, permute, reshape, transpose
 
-# The private helpers above (``_constant_values``, ``_check_slice``, ``_index_tuple``, ``_int``,
-# ``_ints``) are re-exported for :mod:`torchlean.tensor`, whose methods reach them as
-# ``functional._name``; the type aliases ``Operand``, ``Axes`` and ``IntOrTuple`` as before the split.
+# The private helpers above (``_constant_values``, ``_check_slice``, ``_index_tuple``,
+# ``_is_uint8_index``, ``_int``, ``_ints``) are re-exported for :mod:`torchlean.tensor` and
+# :mod:`torchlean._tensor_writes`, which reach them as ``functional._name``; the type aliases
+# ``Operand``, ``Axes`` and ``IntOrTuple`` as before the split.
 
 __all__ = [
     "abs",

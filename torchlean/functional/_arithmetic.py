@@ -192,7 +192,8 @@ def _check_pair(op: str, x: Tensor, y: Tensor) -> None:
             "do not promote dtypes, whatever the provider (accepted: operands of one dtype)"
         )
     try:
-        np.broadcast_shapes(x.shape, y.shape)
+        if x.shape != y.shape:  # the common case costs nothing more
+            np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
         raise GuardError(
             f"{op}: shapes are not broadcastable: a {x.shape}, b {y.shape} (accepted: shapes that agree "

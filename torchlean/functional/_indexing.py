@@ -107,6 +107,21 @@ def _integer_index(item: object) -> int | None:
         return None
 
 
+def _is_uint8_index(item: object) -> bool:
+    """Whether ``item`` is uint8 index data: a numpy uint8 array, a torch uint8 tensor, or a list
+    or tuple numpy reads as uint8 (``list(u8)``). numpy indexes with its values, torch reads it as
+    a (deprecated) mask (review113 F2, review114 F1): :func:`getitem`'s refusal calls it a mask,
+    item assignment refuses it."""
+    if isinstance(item, np.ndarray):
+        return bool(item.dtype == np.uint8)
+    if isinstance(item, list | tuple):
+        try:
+            return bool(np.asarray(item).dtype == np.uint8)
+        except (ValueError, TypeError):  # ragged, or not numbers: numpy's own refusal follows
+            return False
+    return _is_torch_tensor(item) and str(getattr(item, "dtype", "")) == "torch.uint8"
+
+
 def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
     """``("mask", shape)`` for boolean array data (a numpy array, a Tensor, a torch tensor, a
     list or tuple of bools) and for uint8 arrays and tensors, which torch reads as masks too;
@@ -115,12 +130,9 @@ def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
     kind: str
     if isinstance(item, Tensor | np.ndarray):
         kind, shape = item.dtype.kind, tuple(item.shape)
-        if item.dtype == np.uint8:  # torch reads a uint8 index as a mask (review113 F2)
-            kind = "b"
     elif _is_torch_tensor(item):
         t: Any = item
-        name = str(t.dtype)
-        kind = "b" if name in ("torch.bool", "torch.uint8") else "i" if name in _TORCH_INT_DTYPES else "f"
+        kind = "b" if str(t.dtype) == "torch.bool" else "i" if str(t.dtype) in _TORCH_INT_DTYPES else "f"
         shape = tuple(t.shape)
     elif isinstance(item, list | tuple):
         try:
@@ -128,11 +140,9 @@ def _array_kind(item: object) -> tuple[str, tuple[int, ...]] | None:
         except (ValueError, TypeError):  # ragged
             return None
         kind, shape = values.dtype.kind, values.shape
-        if values.dtype == np.uint8:  # list(u8): a uint8 mask to torch too (review114 F1)
-            kind = "b"
     else:
         return None
-    if kind == "b":
+    if kind == "b" or _is_uint8_index(item):
         return "mask", shape
     return ("array", shape) if kind in "iu" and shape else None
 

@@ -10,9 +10,10 @@ whose value claims are IEEE float32 (``native_cuda.matmul``, ``linear``, ``conv`
 
 Where torch has the ``fp32_precision`` settings they are saved, set to ``"ieee"`` and restored;
 reading the legacy ``allow_tf32`` flags after a user has set the new API raises ``RuntimeError``
-in torch ("you have used mix of the legacy and new APIs", review112 F1). torch 2.8 has only the
-legacy flags, which are used there. The settings are process-global, as torch's are: another
-thread launching torch matmuls meanwhile runs them under IEEE too.
+in torch ("you have used mix of the legacy and new APIs", review112 F1). A torch without those
+settings (an older release the ``torch>=2.8`` pin admits) gets its legacy flags saved and set.
+The settings are process-global, as torch's are: another thread launching torch matmuls
+meanwhile runs them under IEEE too.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def ieee_float32() -> Iterator[None]:
     nothing of its own."""
     matmul = torch.backends.cuda.matmul
     conv: Any = getattr(torch.backends.cudnn, "conv", None)  # set up at run time: not in the stubs
-    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):  # torch >= 2.9
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):  # the newer API
         saved = (matmul.fp32_precision, conv.fp32_precision)
         matmul.fp32_precision = "ieee"
         conv.fp32_precision = "ieee"
