@@ -529,6 +529,11 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"{named}: cannot read the file: {error.strerror or error}") from None
     if is_dir:
         raise DataError(f"dataset path is a directory, not a CSV file: {named}")
+    if exists and _file_as_folder(given):  # Path drops a final "/" or "/.", the system does not
+        raise DataError(
+            f"dataset path {named} names a folder (a final / or /.), but {escaped(str(file))} is a file: "
+            f"give {escaped(str(file))}"
+        )
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
@@ -541,6 +546,18 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
             "input as -)"
         )
     return file, shown
+
+
+def _file_as_folder(given: str) -> bool:
+    """Whether the system refuses ``given`` as naming a file as a folder (``ok.csv/``,
+    ``ok.csv/.``: ``ENOTDIR``), which ``Path(given)`` reads as the file (review114 F8)."""
+    try:
+        os.stat(given)
+    except NotADirectoryError:
+        return True
+    except (OSError, ValueError):  # another reason: the checks on the Path name it
+        return False
+    return False
 
 
 @contextlib.contextmanager

@@ -739,6 +739,21 @@ def test_csv_path_that_is_a_directory(tmp_path: Path) -> None:
         assert str(info.value) == f"dataset path is a directory, not a CSV file: {Path(given)}"
 
 
+def test_csv_file_named_as_a_folder(tmp_path: Path) -> None:
+    """review114 F8: ``ok.csv/`` trained from ``ok.csv`` (``Path`` drops the final ``/``; the
+    system refuses it: ENOTDIR), where a checkpoint path so written is refused."""
+    table = _write(tmp_path, "a,y\n1,0\n2,1\n3,0\n4,1\n5,0\n", "ok.csv")
+    for suffix in ("/", "/.", "//", "/./"):
+        with pytest.raises(DataError) as info:
+            data.load(f"{table}{suffix}")
+        assert str(info.value) == (
+            f"dataset path {table}{suffix} names a folder (a final / or /.), but {table} is a file: "
+            f"give {table}"
+        )
+    with pytest.raises(DataError, match="dataset file not found"):  # a folder that is not there
+        data.load(f"{tmp_path / 'absent.csv'}/")
+
+
 # ------------------------------------------------- blank labels, argument types (reviewer's round)
 
 SHIPPED = "a shipped dataset name (digits | iris | breast_cancer | wine | diabetes) or a path to a CSV file"
