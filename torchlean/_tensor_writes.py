@@ -30,7 +30,7 @@ from torchlean.autograd.tape import AutogradError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from torchlean.tensor import Tensor
+    from torchlean.tensor import OperandLike, Tensor
 
 
 @functools.cache
@@ -316,7 +316,7 @@ def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:
 
 
 def update_in_place(
-    t: Tensor, spelling: str, op: Callable[[Tensor | float], Tensor], other: Tensor | float
+    t: Tensor, spelling: str, op: Callable[[OperandLike], Tensor], other: OperandLike
 ) -> Tensor:
     """``t += o`` (and ``-=``, ``*=``, ``/=``: ``spelling``, ``op`` the bound operator): the op runs
     on the session's accepted kernel, then its result is written into ``t``'s storage as

@@ -51,6 +51,14 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   hint's example uses per-sample shapes (``Trainer[Shape[4], Shape[3]]``), as the library does.
   ``torchlean-trainer`` is a sub-code of mypy's ``type-arg``.
 
+* **Array data beside a Tensor.** numpy's stubs take a ``torchlean.Tensor`` (it has
+  ``__array__``) as array data, so ``array + t`` would be typed as numpy's ``ndarray``; at run
+  time numpy defers (``Tensor.__array_ufunc__ = None``) and ``Tensor.__radd__`` answers with a
+  Tensor. A numpy ``+``, ``-``, ``*`` or ``/`` (or reflected form) whose operand is a Tensor is
+  typed ``Tensor``; a numpy ``@`` with a Tensor operand (``array @ t``, and ``t @ array``, which
+  numpy's ``__rmatmul__`` would take) is a ``torchlean-operand`` error, as ``matmul`` takes Tensors
+  only (review117 F2).
+
 Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
 holding the class, attribute mutation) are refused at runtime by the consumers of the sealed
 values (``bind``, ``ExecutableKernel.run``, ``audit()``, ...), which raise
@@ -172,6 +180,20 @@ TRAINER: Final = ErrorCode(
     sub_code_of=TYPE_ARG,  # ``# type: ignore[type-arg]`` and ``--disable-error-code type-arg`` cover it
 )
 
+OPERAND: Final = ErrorCode(
+    "torchlean-operand", "An operator that torchlean refuses for array data beside a Tensor", "torchlean"
+)
+TENSOR: Final = "torchlean.tensor.Tensor"
+NUMPY_ARITHMETIC: Final = frozenset({
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+})
+"""numpy's operator methods that defer to a Tensor operand's reflected method at run time."""
+NUMPY_MATMUL: Final = frozenset({"__matmul__", "__rmatmul__"})
+MATMUL_ARRAY: Final = (
+    "matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make "
+    "the array a Tensor first: tl.tensor(array, dtype=t.dtype)"
+)
+
 COPY_ROUTES: Final = {
     "copy.copy": "copy.copy()",
     "copy.deepcopy": "copy.deepcopy()",
@@ -279,6 +301,22 @@ def _first_arg_type(arg_types: list[list[Type]]) -> Type | None:
         if group:
             return group[0]
     return None
+
+
+def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
+    """numpy's operator ``method`` given a ``torchlean.Tensor`` operand: typed ``Tensor``, what
+    the Tensor's reflected operator returns at run time; a ``torchlean-operand`` error for ``@``."""
+
+    def hook(ctx: MethodContext) -> Type:
+        operand = _first_arg_type(ctx.arg_types)
+        proper = get_proper_type(operand) if operand is not None else None
+        if not (isinstance(proper, Instance) and proper.type.fullname == TENSOR):
+            return ctx.default_return_type
+        if method in NUMPY_MATMUL:
+            ctx.api.fail(MATMUL_ARRAY, ctx.context, code=OPERAND)
+        return proper
+
+    return hook
 
 
 def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:
@@ -730,6 +768,8 @@ class TorchLeanPlugin(Plugin):
         if unbound is not None and unbound["owner"] in self._private_object_bases():
             return _unbound_method_hook
         owner, _, method = fullname.rpartition(".")
+        if owner.startswith("numpy.") and method in NUMPY_ARITHMETIC | NUMPY_MATMUL:
+            return _numpy_operator_hook(method)
         if method == "__new__" and self._new_owner(owner):
             display = "object" if owner == OBJECT else owner.rpartition(".")[2]
             return _new_hook(display)

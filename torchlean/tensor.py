@@ -79,7 +79,7 @@ from __future__ import annotations
 import numbers
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -135,6 +135,17 @@ if TYPE_CHECKING:
 
     from torchlean.backend.acceptance import AcceptedKernel
 
+OperandLike: TypeAlias = (
+    "Tensor | float | Array | np.number[Any] | np.bool_ | list[Any] | tuple[Any, ...] | torch.Tensor"
+)
+"""The operands of the arithmetic operators (``+``, ``-``, ``*``, ``/``, their reflected and
+in-place forms) and of :mod:`torchlean.functional`'s ``add``, ``sub``, ``mul``, ``div``,
+``maximum``, ``minimum`` and ``mse_loss``'s target (``functional.Operand``): a Tensor, a number
+(Python or numpy), array data (a numpy array, a list or tuple of numbers) or a ``torch.Tensor``
+that requires no grad, the last three made a constant in the other operand's dtype. A string
+annotation (``torch`` is imported only for type checking). Narrower, it let mypy type ``t + array``
+as numpy's ``ndarray`` (review117 F2)."""
+
 __all__ = [
     "DEFAULT_DTYPE",
     "FLOAT_DTYPES",
@@ -142,6 +153,7 @@ __all__ = [
     "DeviceError",
     "DeviceLike",
     "DimensionError",
+    "OperandLike",
     "Tensor",
     "TensorError",
     "TensorTypeError",
@@ -851,26 +863,29 @@ class Tensor:
             self._refuse_comparison("!=", other)
         return NotImplemented
 
-    def __lt__(self, other: object) -> bool:
-        """Refused against a Tensor, a number or array data, like :meth:`__eq__` (the catalog has
-        no comparison op); against anything else ``NotImplemented`` (Python's ``TypeError``)."""
-        self._refuse_comparison("<", other)
-        return NotImplemented
+    if not TYPE_CHECKING:  # always refused: hidden from mypy, which then reports `t < x` as
+        # unsupported (review117 F3), as it does the operators below
 
-    def __le__(self, other: object) -> bool:
-        """Refused like :meth:`__lt__`."""
-        self._refuse_comparison("<=", other)
-        return NotImplemented
+        def __lt__(self, other: object) -> bool:
+            """Refused against a Tensor, a number or array data, like :meth:`__eq__` (the catalog has
+            no comparison op); against anything else ``NotImplemented`` (Python's ``TypeError``)."""
+            self._refuse_comparison("<", other)
+            return NotImplemented
 
-    def __gt__(self, other: object) -> bool:
-        """Refused like :meth:`__lt__` (also ``number < tensor``, which Python reflects here)."""
-        self._refuse_comparison(">", other)
-        return NotImplemented
+        def __le__(self, other: object) -> bool:
+            """Refused like :meth:`__lt__`."""
+            self._refuse_comparison("<=", other)
+            return NotImplemented
 
-    def __ge__(self, other: object) -> bool:
-        """Refused like :meth:`__lt__`."""
-        self._refuse_comparison(">=", other)
-        return NotImplemented
+        def __gt__(self, other: object) -> bool:
+            """Refused like :meth:`__lt__` (also ``number < tensor``, which Python reflects here)."""
+            self._refuse_comparison(">", other)
+            return NotImplemented
+
+        def __ge__(self, other: object) -> bool:
+            """Refused like :meth:`__lt__`."""
+            self._refuse_comparison(">=", other)
+            return NotImplemented
 
     def _refuse_comparison(self, op: str, other: object) -> None:
         """Raise for a comparison with tensor or array data; return for anything else.
@@ -1078,76 +1093,55 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- operators
 
-    def __add__(self, other: Tensor | float) -> Tensor:
+    def __add__(self, other: OperandLike) -> Tensor:
         """``self + other``: :func:`torchlean.functional.add` (records ``add``; no dtype promotion)."""
         from torchlean import functional as F
 
         return F.add(self, other)
 
-    def __radd__(self, other: Tensor | float) -> Tensor:
+    def __radd__(self, other: OperandLike) -> Tensor:
         """``other + self``: :func:`torchlean.functional.add` (records ``add``)."""
         from torchlean import functional as F
 
         return F.add(other, self)
 
-    def __sub__(self, other: Tensor | float) -> Tensor:
+    def __sub__(self, other: OperandLike) -> Tensor:
         """``self - other``: :func:`torchlean.functional.sub` (records ``sub``; no dtype promotion)."""
         from torchlean import functional as F
 
         return F.sub(self, other)
 
-    def __rsub__(self, other: Tensor | float) -> Tensor:
+    def __rsub__(self, other: OperandLike) -> Tensor:
         """``other - self``: :func:`torchlean.functional.sub` (records ``sub``)."""
         from torchlean import functional as F
 
         return F.sub(other, self)
 
-    def __mul__(self, other: Tensor | float) -> Tensor:
+    def __mul__(self, other: OperandLike) -> Tensor:
         """``self * other``: :func:`torchlean.functional.mul` (records ``mul``, or ``scale`` by a
         finite number)."""
         from torchlean import functional as F
 
         return F.mul(self, other)
 
-    def __rmul__(self, other: Tensor | float) -> Tensor:
+    def __rmul__(self, other: OperandLike) -> Tensor:
         """``other * self``: :func:`torchlean.functional.mul` (records ``mul`` or ``scale``)."""
         from torchlean import functional as F
 
         return F.mul(other, self)
 
-    def __truediv__(self, other: Tensor | float) -> Tensor:
+    def __truediv__(self, other: OperandLike) -> Tensor:
         """``self / other``: :func:`torchlean.functional.div` (records ``inv`` then ``mul``, or
         ``scale`` by ``1/other`` for an ordinary number; values, gradients and errors there)."""
         from torchlean import functional as F
 
         return F.div(self, other)
 
-    def __rtruediv__(self, other: Tensor | float) -> Tensor:
+    def __rtruediv__(self, other: OperandLike) -> Tensor:
         """``other / self``: :func:`torchlean.functional.div` (records ``inv`` then ``mul``)."""
         from torchlean import functional as F
 
         return F.div(other, self)
-
-    def __pow__(self, other: object) -> Tensor:
-        """Refused: the backend catalog has no power op, so ``t ** p`` cannot run on an accepted
-        kernel; the message names the ops that spell the usual powers.
-
-        Raises:
-            TensorTypeError: always.
-        """
-        raise TensorTypeError(
-            f"`**` ({_preview(other) if not isinstance(other, Tensor) else 'a Tensor'} as the exponent) is "
-            "not an op of the backend catalog, so it cannot run on an accepted kernel; write t * t "
-            "for t ** 2, tl.sqrt(t) for t ** 0.5, tl.inv(t) for t ** -1, tl.exp(p * tl.log(t)) for t ** p "
-            "with t > 0"
-        )
-
-    def __rpow__(self, other: object) -> Tensor:
-        """Refused like :meth:`__pow__` (``2 ** t``)."""
-        raise TensorTypeError(
-            "`**` with a Tensor exponent is not an op of the backend catalog, so it cannot run on an "
-            "accepted kernel; write tl.exp(t * np.log(b)) for b ** t with b > 0"
-        )
 
     if not TYPE_CHECKING:  # mypy keeps reporting these operators as unsupported; at run time they
         # get a hint
@@ -1157,6 +1151,27 @@ class Tensor:
             numpy code spelling ``other`` as ``other.numpy()`` for a Tensor."""
             spelled = "other.numpy()" if isinstance(other, Tensor) else "other"
             raise TensorTypeError(OPERATOR_HINTS[symbol].replace("{other}", spelled))
+
+        def __pow__(self, other: object) -> NoReturn:
+            """Refused: the backend catalog has no power op, so ``t ** p`` cannot run on an accepted
+            kernel; the message names the ops that spell the usual powers.
+
+            Raises:
+                TensorTypeError: always.
+            """
+            raise TensorTypeError(
+                f"`**` ({_preview(other) if not isinstance(other, Tensor) else 'a Tensor'} as the exponent) "
+                "is not an op of the backend catalog, so it cannot run on an accepted kernel; write t * t "
+                "for t ** 2, tl.sqrt(t) for t ** 0.5, tl.inv(t) for t ** -1, tl.exp(p * tl.log(t)) for "
+                "t ** p with t > 0"
+            )
+
+        def __rpow__(self, other: object) -> NoReturn:
+            """Refused like :meth:`__pow__` (``2 ** t``)."""
+            raise TensorTypeError(
+                "`**` with a Tensor exponent is not an op of the backend catalog, so it cannot run on an "
+                "accepted kernel; write tl.exp(t * np.log(b)) for b ** t with b > 0"
+            )
 
         def __floordiv__(self, other: object) -> NoReturn:
             """Refused: ``t // other`` (and ``other // t``) has no catalog op; the message gives the
@@ -1228,22 +1243,22 @@ class Tensor:
             """Refused like :meth:`__invert__`."""
             self._refuse_operator("r^")
 
-    def add(self, other: Tensor | float) -> Tensor:
+    def add(self, other: OperandLike) -> Tensor:
         """``self + other`` (``torch.Tensor.add`` without ``alpha``); records ``add``. Shapes,
         dtypes (no promotion) and errors are the function's."""
         return self + other
 
-    def sub(self, other: Tensor | float) -> Tensor:
+    def sub(self, other: OperandLike) -> Tensor:
         """``self - other`` (``torch.Tensor.sub`` without ``alpha``); records ``sub``. Shapes,
         dtypes (no promotion) and errors are the function's."""
         return self - other
 
-    def mul(self, other: Tensor | float) -> Tensor:
+    def mul(self, other: OperandLike) -> Tensor:
         """``self * other`` (``torch.Tensor.mul``); records ``mul``. Shapes, dtypes (no promotion)
         and errors are the function's."""
         return self * other
 
-    def div(self, other: Tensor | float) -> Tensor:
+    def div(self, other: OperandLike) -> Tensor:
         """``self / other`` (``torch.Tensor.div`` without ``rounding_mode``): ``self * inv(other)``,
         as ``/`` computes it. Shapes, dtypes (no promotion) and errors are the function's."""
         return self / other
@@ -1252,14 +1267,16 @@ class Tensor:
         """``self * self`` (``torch.Tensor.square``; exact as torch's: one rounding); records ``mul``."""
         return self * self
 
-    def pow(self, exponent: object) -> Tensor:
-        """Refused as ``**`` is (:meth:`__pow__`): the catalog has no power op; the message names
-        the ops that spell the usual powers (``t.square()`` for 2).
+    if not TYPE_CHECKING:  # always refused: hidden from mypy, which then reports the call (review117 F1)
 
-        Raises:
-            TensorTypeError: always.
-        """
-        return self.__pow__(exponent)
+        def pow(self, exponent: object) -> NoReturn:
+            """Refused as ``**`` is (:meth:`__pow__`): the catalog has no power op; the message names
+            the ops that spell the usual powers (``t.square()`` for 2).
+
+            Raises:
+                TensorTypeError: always.
+            """
+            return self.__pow__(exponent)
 
     if not TYPE_CHECKING:  # mypy keeps reporting unknown attributes; at run time they get a hint
 
@@ -1272,22 +1289,22 @@ class Tensor:
             message = f"'Tensor' object has no attribute {name!r}"
             raise AttributeError(message if hint is None else f"{message}: {hint}")
 
-    def __iadd__(self, other: Tensor | float) -> Tensor:
+    def __iadd__(self, other: OperandLike) -> Tensor:
         """``t += other``: ``functional.add``, written into ``t``'s storage; rules and errors in
         :func:`~torchlean._tensor_writes.update_in_place`."""
         return _tensor_writes.update_in_place(self, "+=", self.__add__, other)
 
-    def __isub__(self, other: Tensor | float) -> Tensor:
+    def __isub__(self, other: OperandLike) -> Tensor:
         """``t -= other``: ``functional.sub``, written into ``t``'s storage; rules and errors in
         :func:`~torchlean._tensor_writes.update_in_place`."""
         return _tensor_writes.update_in_place(self, "-=", self.__sub__, other)
 
-    def __imul__(self, other: Tensor | float) -> Tensor:
+    def __imul__(self, other: OperandLike) -> Tensor:
         """``t *= other``: ``functional.mul``, written into ``t``'s storage; rules and errors in
         :func:`~torchlean._tensor_writes.update_in_place`."""
         return _tensor_writes.update_in_place(self, "*=", self.__mul__, other)
 
-    def __itruediv__(self, other: Tensor | float) -> Tensor:
+    def __itruediv__(self, other: OperandLike) -> Tensor:
         """``t /= other``: ``functional.div``, written into ``t``'s storage; rules and errors in
         :func:`~torchlean._tensor_writes.update_in_place`."""
         return _tensor_writes.update_in_place(self, "/=", self.__truediv__, other)
@@ -1776,21 +1793,24 @@ class Tensor:
         for a copy. Records nothing."""
         return self
 
-    def view(self, *shape: object) -> NoReturn:
-        """Refused: torchlean has no views (every op result is a new tensor), so a ``view`` that
-        shares storage with this tensor cannot exist; :meth:`reshape` gives the same values and
-        gradients as a new tensor (torch's ``view`` differs only in sharing storage, which code
-        that writes in place through the view relies on).
+    if not TYPE_CHECKING:  # always refused: hidden from mypy, which then reports the call rather
+        # than take it as never returning and skip the code after it (review117 F1)
 
-        Raises:
-            TensorTypeError: always, naming :meth:`reshape`.
-        """
-        spelled = ", ".join(_preview(d) for d in shape)
-        raise TensorTypeError(
-            f"view({spelled if len(spelled) <= 60 else spelled[:57] + '...'}): torchlean has no views, "
-            "so a tensor sharing this one's storage cannot be made; use t.reshape(...) (same values "
-            "and gradients, a new tensor; an in-place write through it does not reach t)"
-        )
+        def view(self, *shape: object) -> NoReturn:
+            """Refused: torchlean has no views (every op result is a new tensor), so a ``view`` that
+            shares storage with this tensor cannot exist; :meth:`reshape` gives the same values and
+            gradients as a new tensor (torch's ``view`` differs only in sharing storage, which code
+            that writes in place through the view relies on).
+
+            Raises:
+                TensorTypeError: always, naming :meth:`reshape`.
+            """
+            spelled = ", ".join(_preview(d) for d in shape)
+            raise TensorTypeError(
+                f"view({spelled if len(spelled) <= 60 else spelled[:57] + '...'}): torchlean has no views, "
+                "so a tensor sharing this one's storage cannot be made; use t.reshape(...) (same values "
+                "and gradients, a new tensor; an in-place write through it does not reach t)"
+            )
 
 
 def _shape_of(method: str, other: object) -> tuple[int, ...]:

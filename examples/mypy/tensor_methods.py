@@ -1,12 +1,14 @@
 """torch-style Tensor methods type as torch's: each returns a ``Tensor``; ``sum``/``mean`` take
 torch's ``dim=``/``keepdim=`` and numpy's ``axis=``/``keepdims=``; ``softmax`` needs its ``dim``
-as torch's does; ``view`` never returns (it is refused: torchlean has no views).
+as torch's does. What torchlean refuses at run time is an error here too (review117 F1, F3):
+``view`` (torchlean has no views), ``**`` and the ordering comparisons (no catalog op); array
+data beside a Tensor gives a Tensor (review117 F2; numpy's side needs the plugin), but in ``@``.
 
 The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
 compares them); the unmarked lines are clean.
 """
 
-from typing import NoReturn, assert_type
+from typing import assert_type
 
 import numpy as np
 
@@ -37,8 +39,24 @@ assert_type(x.mean(axis=(0, 2), keepdims=True), Tensor)
 assert_type(x.mean(dim=-1), Tensor)
 
 
-def reshaped(t: Tensor) -> NoReturn:  # clean only because view is typed as never returning
-    t.view(-1)
+assert_type(x + np.ones(4), Tensor)
+assert_type(np.ones(4) + x, Tensor)
+assert_type(x * np.float32(2.0), Tensor)
+assert_type(np.float64(2.0) / x, Tensor)
+assert_type(x - [1.0, 2.0, 3.0, 4.0], Tensor)
+x += np.ones(4)
+
+
+def reshaped(t: Tensor) -> None:
+    t.view(-1)  # E: "Tensor" has no attribute "view"  [attr-defined]
+    t.relu().sum(dim="0")  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "str"; expected "int | Sequence[int] | _Unset | None"  [arg-type]
+
+
+x ** 2  # E: Unsupported operand types for ** ("Tensor" and "int")  [operator]
+x.pow(2)  # E: "Tensor" has no attribute "pow"  [attr-defined]
+x < 0.0  # E: Unsupported operand types for > ("float" and "Tensor")  [operator]
+x @ np.ones((4, 2))  # E: Unsupported operand types for @ ("Tensor" and "ndarray[tuple[int, int], dtype[float64]]")  [operator]
+np.ones((2, 3)) @ x  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand]
 
 
 x.softmax()  # E: Missing positional argument "dim" in call to "softmax" of "Tensor"  [call-arg]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
-from typing import Any, TypeGuard
+from typing import Any, TypeAlias, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,7 @@ from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
 from torchlean.functional._params import _axis
 from torchlean.tensor import (
+    OperandLike,
     Tensor,
     TensorError,
     TensorTypeError,
@@ -27,7 +28,7 @@ from torchlean.tensor import (
     operand_type,
 )
 
-Operand = Tensor | float | int | npt.NDArray[Any]
+Operand: TypeAlias = OperandLike
 
 
 def _on_device_of(array: npt.NDArray[Any], like: Tensor) -> Tensor:
