@@ -16,9 +16,11 @@ test fraction of the train/test split, which version 1 files and version 2 files
 recorded them (older version 2 files lack them and read as stated), ``split_seed`` (the data
 split's seed; absent: ``seed``), ``torch_threads`` (absent: ``null``), ``torch_threads_segments``
 (the count of each segment of a run resumed since torchlean recorded it; absent: one segment, or
-not recorded)
-and ``environment``
-(:func:`torchlean.provenance.environment`'s block; absent: ``null``)), ``feature_mean`` and
+not recorded), ``environment`` (:func:`torchlean.provenance.environment`'s block; absent:
+``null``), ``data_sha256`` (when the
+training settings do not hold it), ``capsules_order`` and ``capsules`` (the capsules that computed
+the run, one :func:`torchlean.backend.report.audit_to_json` row each, and the word of their order,
+:attr:`Checkpoint.capsules`; absent: not recorded)), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
@@ -40,7 +42,7 @@ import os
 import re
 import sys
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -57,18 +59,30 @@ from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._memory import usable_memory
 from torchlean._paths import missing_file_name
 from torchlean.backend import profiles
+from torchlean.backend.contracts import ClaimKind, EvidenceKind
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import (
+    BackendOp,
+    ContractObligation,
+    Device,
+    LabelledEnum,
+    Provider,
+    ReductionPolicy,
+    TensorLayout,
+    TrustLevel,
+    VJPMode,
+)
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
 from torchlean.optim import OPTIMIZERS
 from torchlean.provenance import ENVIRONMENT_KEYS, LATER_KEYS, environment_fault, is_sha256
-from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
+from torchlean.trainer import RECORD_ORDERS, ExecutionMode, Objective, RunConfig, Trainer
 
 __all__ = [
-    "FORMAT_VERSION", "SUPPORTED_VERSIONS", "Checkpoint", "CheckpointError", "FeatureValueError",
-    "TrainingState", "load", "profile_name", "save",
+    "CAPSULE_KEYS", "CAPSULE_LABELS", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "Checkpoint", "CheckpointError",
+    "FeatureValueError", "TrainingState", "load", "profile_name", "save",
 ]
 
 FORMAT_VERSION = 2
@@ -76,6 +90,17 @@ FORMAT_VERSION = 2
 
 SUPPORTED_VERSIONS = (1, 2)
 """The checkpoint formats this version of torchlean reads: 1 (no training state) and 2."""
+
+CAPSULE_KEYS = ("op", "capsule", "provider", "device", "trust", "vjp", "reduction", "contracts")
+"""The keys of each row of :attr:`Checkpoint.capsules`, in their order: those of
+:func:`torchlean.backend.report.audit_to_json`'s rows."""
+
+CAPSULE_LABELS: Mapping[str, type[LabelledEnum]] = MappingProxyType({
+    "op": BackendOp, "provider": Provider, "device": Device, "trust": TrustLevel, "vjp": VJPMode,
+    "reduction": ReductionPolicy,
+})
+"""The label keys of a :attr:`Checkpoint.capsules` row and the vocabulary
+(:mod:`torchlean.backend.vocabulary`) whose ``.labels()`` each takes."""
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
@@ -158,15 +183,22 @@ def _rebuilt(cls: type[Any], fields: dict[str, Any]) -> Any:
     return cls(**fields)
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with each read-only mapping (``MappingProxyType``), also inside tuples and
+    mappings, as a plain dict; anything else as it is."""
+    if isinstance(value, MappingProxyType):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    return value
+
+
 def _reduced(value: Any) -> tuple[Any, ...]:
     """``__reduce__`` of a frozen dataclass whose fields hold read-only mappings
     (``MappingProxyType``, which pickle and ``copy.deepcopy`` refuse: review77 F6): rebuilt from
-    its fields, each mapping as a plain dict."""
-    fields = {
-        field.name: dict(item) if isinstance(item, MappingProxyType) else item
-        for field in dataclasses.fields(value)
-        for item in [getattr(value, field.name)]
-    }
+    its fields, each mapping (also one inside a tuple, as :attr:`Checkpoint.capsules`' rows) as a
+    plain dict."""
+    fields = {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     return (_rebuilt, (type(value), fields))
 
 
@@ -346,6 +378,26 @@ class Checkpoint:
     ``data_sha256``, which ``torchlean train --save`` records, is taken, and one given must equal
     it; stored in the file's metadata only when the training settings do not hold it; version 1
     holds only ``None``);
+    ``capsules`` (the kernel capsules that computed the run: the accepted kernels the segment of
+    the run that wrote the file selected, :attr:`Trainer.selected
+    <torchlean.trainer.Trainer.selected>`, for ``torchlean train --save`` those of its training,
+    validation and test passes, after ``--resume`` the resumed segment's only (an earlier
+    segment's list is in its own checkpoint and ``--report-json``), one row each as
+    :func:`torchlean.backend.report.audit_to_json` writes it, the ``capsules`` of ``train
+    --report-json``: a non-empty list of mappings with exactly the keys :data:`CAPSULE_KEYS`, the
+    labels ``op``, ``provider``, ``device``, ``trust``, ``vjp`` and ``reduction`` labels of their
+    vocabulary (:data:`CAPSULE_LABELS`), ``device`` the ``profile``'s device, ``capsule`` a
+    non-empty string, each op and capsule name once, ``contracts`` a mapping of the four
+    obligations (``shape``, ``layout``, ``value``, ``vjp``) to their descriptors as
+    ``audit_to_json`` writes them (``claim``: ``kind``, ``op`` (the row's), ``label`` and the
+    optional ``layout`` and ``mode``; ``summary``; ``evidence``: ``kind``, ``name`` (a string or
+    ``None``), ``label``; ``provenance``: a list of ``path``, ``symbol``, ``build_target`` (a
+    string or ``None``)), stored as a tuple of read-only mappings, each with its keys in that
+    order and lists as tuples; or ``None``: not recorded (a file written before torchlean
+    recorded them, or built in Python without them); version 1 holds only ``None``);
+    ``capsules_order`` (the order of ``capsules``: the word of
+    :data:`torchlean.trainer.RECORD_ORDERS` for ``execution``, ``first-use`` or ``graph-plan``;
+    given with ``capsules`` and only with them, ``None`` without);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -373,7 +425,10 @@ class Checkpoint:
             1, other than ``seed``, ``None``, ``None``, ``None``, ``None`` (an ``environment``
             missing a key or with another, or whose ``profile`` names an unknown profile or
             another than the checkpoint's, names them; a ``data_sha256`` other than the training
-            settings', names both);
+            settings', names both); ``capsules`` or ``capsules_order`` outside what is stated
+            above, naming the row's index, its key, the value and the accepted ones
+            (``capsules[2] trust must be one of checked | trusted-external, got 'trusted'``), or
+            either of them not ``None`` with ``version`` 1;
             training settings whose ``profile`` or ``execution`` name another known profile or
             execution mode than the checkpoint's own, naming both values).
     """
@@ -405,6 +460,8 @@ class Checkpoint:
     environment: Mapping[str, Any] | None = None
     torch_threads_segments: tuple[int | None, ...] | None = None
     data_sha256: str | None = None
+    capsules: Sequence[Mapping[str, Any]] | None = None  # stored as a tuple
+    capsules_order: str | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled and deep-copied as its fields, checked again when rebuilt (review77 F6)."""
@@ -442,6 +499,7 @@ class Checkpoint:
             raise CheckpointError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
         self._check_settings_agree()  # first: an edited profile is named as such (its environment's agrees)
         self._check_provenance()
+        self._check_capsules()
         for name in ("feature_mean", "feature_scale"):
             object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
         if not bool(np.all(self.feature_scale > 0)):
@@ -483,6 +541,43 @@ class Checkpoint:
                 f"{self.torch_threads_segments!r}, environment "
                 f"{'None' if self.environment is None else 'given'}, data_sha256 {self.data_sha256!r}"
             )
+
+    def _check_capsules(self) -> None:
+        """Check (and store read-only) ``capsules`` and ``capsules_order``; see the class
+        docstring."""
+        rows, order = self.capsules, self.capsules_order
+        if self.version == 1 and (rows is not None or order is not None):
+            raise CheckpointError(
+                f"a version 1 checkpoint has no capsules or capsules_order (version 2 does), got capsules "
+                f"{'None' if rows is None else 'given'}, capsules_order {_value_shown(order)}"
+            )
+        words = [RECORD_ORDERS[mode] for mode in ExecutionMode]
+        if order is not None and order not in words:
+            raise CheckpointError(
+                f"capsules_order must be one of {' | '.join(words)} (the order of the capsules list) or "
+                f"None, got {_value_shown(order)}"
+            )
+        if (rows is None) != (order is None):
+            raise CheckpointError(
+                "capsules and capsules_order must be given together (the run's capsules and their order) "
+                f"or both be None, got capsules {'None' if rows is None else 'given'} and capsules_order "
+                f"{_value_shown(order)}"
+            )
+        if rows is None:
+            return
+        expected = RECORD_ORDERS[ExecutionMode.parse(self.execution)]
+        if order != expected:
+            raise CheckpointError(
+                f"capsules_order {order!r} is not the order of execution {self.execution!r} ({expected!r}; "
+                "one of them was edited): a run's capsules are listed in its execution mode's order"
+            )
+        device = profiles.get(self.profile).policy.device.label
+        object.__setattr__(self, "capsules", _capsule_rows(rows, self.profile, device))
+
+    def capsules_json(self) -> list[dict[str, Any]] | None:
+        """:attr:`capsules` as JSON-ready data, as :func:`torchlean.backend.report.audit_to_json`
+        wrote them (plain dicts and lists, a new copy); ``None`` when not recorded."""
+        return None if self.capsules is None else [_json_ready(row) for row in self.capsules]
 
     def _check_data_digest(self) -> None:
         """Check ``data_sha256``, taking the training settings' when it is ``None``; see the class
@@ -1161,6 +1256,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         settings = {} if checkpoint.training is None else checkpoint.training.settings
         if checkpoint.data_sha256 is not None and settings.get("data_sha256") is None:
             metadata["data_sha256"] = checkpoint.data_sha256  # else the training settings hold it
+        if checkpoint.capsules is not None:  # absent: not recorded
+            metadata["capsules_order"] = checkpoint.capsules_order
+            metadata["capsules"] = checkpoint.capsules_json()
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
@@ -1213,12 +1311,12 @@ _V1_FIELDS = (
 _METADATA_FIELDS = {
     1: _V1_FIELDS,
     2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "torch_threads_segments",
-        "environment", "data_sha256", "training"),
+        "environment", "data_sha256", "capsules_order", "capsules", "training"),
 }
 # A version 2 file may lack ``training`` (no training state), ``test_fraction`` (written before
 # ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION) and ``split_seed``,
-# ``torch_threads`` and ``environment`` (written before they were recorded: the split's seed was
-# ``seed``, the others are unknown).
+# ``torch_threads``, ``environment``, ``capsules_order`` and ``capsules`` (written before they were
+# recorded: the split's seed was ``seed``, the others are unknown).
 _TRAINING_FIELDS = ("epochs_done", "epochs", "random_counter", "settings", "validation", "last_weights")
 _TRAINING_FLAGS = ("validation", "last_weights")
 
@@ -1429,9 +1527,12 @@ def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
     known = _METADATA_FIELDS[version]
     unknown = [name for name in meta if name not in known]
     if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
+        shown, count = ", ".join(map(repr, unknown)), ""
+        if len(unknown) > LISTED:  # elided as _literals elides (a hostile file may name thousands)
+            shown = f"{', '.join(map(repr, unknown[:3]))}, ..., {unknown[-1]!r}"
+            count = f"{len(unknown)} in all; "
         raise CheckpointError(
-            f"unexpected metadata fields: {_literals(unknown)[1:-1]} (version {version} "
-            f"writes: {', '.join(known)})"
+            f"unexpected metadata fields: {shown} ({count}version {version} writes: {', '.join(known)})"
         )
     return meta
 
@@ -1611,6 +1712,8 @@ def _from_arrays(meta: dict[str, Any], arrays: dict[str, Array]) -> Checkpoint:
         torch_threads_segments=_optional_field(meta, "torch_threads_segments", list),
         environment=_optional_field(meta, "environment", dict),
         data_sha256=_optional_field(meta, "data_sha256", str),
+        capsules=_optional_field(meta, "capsules", list),
+        capsules_order=_optional_field(meta, "capsules_order", str),
     )
 
 
@@ -1683,7 +1786,7 @@ def _dropout(setting: str) -> float | None:
 
 def _optional_field(meta: dict[str, Any], name: str, kind: type) -> Any:
     """An optional metadata field (``split_seed``, ``torch_threads``, ``environment``,
-    ``data_sha256``): ``None``
+    ``data_sha256``, ``capsules``, ``capsules_order``): ``None``
     when absent or ``null``, else a JSON value of ``kind`` (checked further by :class:`Checkpoint`).
 
     Raises:
@@ -1736,6 +1839,181 @@ def _environment(value: object) -> Mapping[str, Any]:
     if fault is not None:  # review65 F5, F6: each value of the type provenance.environment() writes
         raise CheckpointError(f"environment: {fault}")
     return MappingProxyType({key: block[key] for key in ENVIRONMENT_KEYS})
+
+
+_SHOWN_CHARS = 200
+"""The most characters of a value's literal a capsule row's error message shows."""
+
+
+def _value_shown(value: object) -> str:
+    """``repr(value)`` for a message, cut after :data:`_SHOWN_CHARS` characters with its length (a
+    hostile file's value may hold megabytes)."""
+    text = repr(value)
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with mappings as dicts and tuples and lists as lists, recursively (JSON's)."""
+    if isinstance(value, Mapping):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_json_ready(item) for item in value]
+    return value
+
+
+class _RowFault(Exception):
+    """What is wrong with one capsule row: the key path inside it and the fault."""
+
+    def __init__(self, where: str, fault: str) -> None:
+        super().__init__(f"{where} {fault}" if where else fault)
+
+
+def _keyed(
+    value: object, where: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """``value``, a mapping with string keys: all of ``keys`` and none but those and
+    ``optional``, as a dict in that order (``keys`` then ``optional``).
+
+    Raises:
+        _RowFault: not a mapping, or other keys (naming those missing and unexpected).
+    """
+    accepted = ", ".join([*keys, *(f"{key} (optional)" for key in optional)])
+    if not isinstance(value, Mapping):
+        raise _RowFault(where, f"must be a mapping with the keys {accepted}, got {_value_shown(value)}")
+    missing = [key for key in keys if key not in value]
+    unexpected = [key for key in value if key not in keys and key not in optional]
+    if missing or unexpected:
+        faults = "; ".join(f"{what} {', '.join(map(_value_shown, found))}" for what, found in (
+            ("missing", missing), ("unexpected", unexpected)) if found)
+        raise _RowFault(where, f"must have the keys {accepted} (report.audit_to_json's): {_cut(faults)}")
+    return {key: value[key] for key in (*keys, *optional) if key in value}
+
+
+def _cut(text: str) -> str:
+    """``text`` cut after :data:`_SHOWN_CHARS` characters, with its length."""
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+
+
+def _label(value: object, where: str, vocabulary: type[LabelledEnum]) -> str:
+    """``value``, a label of ``vocabulary``.
+
+    Raises:
+        _RowFault: another value, naming the accepted labels.
+    """
+    if not isinstance(value, str) or value not in vocabulary.labels():
+        raise _RowFault(where, f"must be one of {' | '.join(vocabulary.labels())}, got {_value_shown(value)}")
+    return value
+
+
+def _text_or_none(value: object, where: str, optional: bool = False) -> str | None:
+    """``value``, a string (or, when ``optional``, ``None``).
+
+    Raises:
+        _RowFault: another value.
+    """
+    if isinstance(value, str) or (optional and value is None):
+        return value
+    accepted = "a string or None" if optional else "a string"
+    raise _RowFault(where, f"must be {accepted}, got {_value_shown(value)}")
+
+
+def _descriptor(value: object, where: str, op: str) -> Mapping[str, Any]:
+    """One contract descriptor of a capsule row, as :func:`torchlean.backend.report.audit_to_json`
+    writes it, read-only with its keys in that order (see :class:`Checkpoint`).
+
+    Raises:
+        _RowFault: naming the key path, the value and what is accepted.
+    """
+    descriptor = _keyed(value, where, ("claim", "summary", "evidence", "provenance"))
+    claim = _keyed(descriptor["claim"], f"{where}.claim", ("kind", "op", "label"), ("layout", "mode"))
+    _label(claim["kind"], f"{where}.claim.kind", ClaimKind)
+    if claim["op"] != op:  # a capsule's claims are about its op (KernelCapsule refuses another)
+        raise _RowFault(f"{where}.claim.op", f"must be the row's op {op!r}, got {_value_shown(claim['op'])}")
+    _text_or_none(claim["label"], f"{where}.claim.label")
+    for key, vocabulary in (("layout", TensorLayout), ("mode", VJPMode)):
+        if key in claim:
+            _label(claim[key], f"{where}.claim.{key}", vocabulary)
+    _text_or_none(descriptor["summary"], f"{where}.summary")
+    evidence = _keyed(descriptor["evidence"], f"{where}.evidence", ("kind", "name", "label"))
+    _label(evidence["kind"], f"{where}.evidence.kind", EvidenceKind)
+    _text_or_none(evidence["name"], f"{where}.evidence.name", optional=True)
+    _text_or_none(evidence["label"], f"{where}.evidence.label")
+    found = descriptor["provenance"]
+    if not isinstance(found, list | tuple):
+        raise _RowFault(
+            f"{where}.provenance", f"must be a list of symbol references, got {_value_shown(found)}"
+        )
+    references = []
+    for index, item in enumerate(found):
+        at = f"{where}.provenance[{index}]"
+        reference = _keyed(item, at, ("path", "symbol", "build_target"))
+        _text_or_none(reference["path"], f"{at}.path")
+        _text_or_none(reference["symbol"], f"{at}.symbol")
+        _text_or_none(reference["build_target"], f"{at}.build_target", optional=True)
+        references.append(MappingProxyType(reference))
+    return MappingProxyType({
+        "claim": MappingProxyType(claim), "summary": descriptor["summary"],
+        "evidence": MappingProxyType(evidence), "provenance": tuple(references),
+    })
+
+
+def _capsule_row(value: object, device: str, profile: str) -> Mapping[str, Any]:
+    """One row of :attr:`Checkpoint.capsules`, read-only with its keys in their order.
+
+    Raises:
+        _RowFault: naming the key path inside the row, the value and what is accepted.
+    """
+    row = _keyed(value, "", CAPSULE_KEYS)
+    for key, vocabulary in CAPSULE_LABELS.items():
+        _label(row[key], key, vocabulary)
+    if not isinstance(row["capsule"], str) or not row["capsule"]:
+        raise _RowFault(
+            "capsule", f"must be a non-empty string (the capsule's name), got {_value_shown(row['capsule'])}"
+        )
+    if row["device"] != device:
+        raise _RowFault(
+            "device", f"must be profile {profile}'s device {device!r} (a run's capsules run on its profile's "
+            f"device), got {row['device']!r}"
+        )
+    obligations = tuple(ContractObligation.labels())
+    contracts = _keyed(row["contracts"], "contracts", obligations)
+    row["contracts"] = MappingProxyType({
+        obligation: _descriptor(contracts[obligation], f"contracts.{obligation}", row["op"])
+        for obligation in obligations
+    })
+    return MappingProxyType(row)
+
+
+def _capsule_rows(rows: object, profile: str, device: str) -> tuple[Mapping[str, Any], ...]:
+    """``rows`` (a checkpoint's ``capsules``) as a tuple of read-only rows; see :class:`Checkpoint`.
+
+    Raises:
+        CheckpointError: not a non-empty list or tuple; a row :func:`_capsule_row` finds fault
+            with (``capsules[2] trust must be one of checked | trusted-external, got 'x'``); a row
+            of the op and capsule name of an earlier one.
+    """
+    if not isinstance(rows, list | tuple) or not rows:
+        raise CheckpointError(
+            "capsules must be a non-empty list of the run's capsules (report.audit_to_json of each) or None, "
+            f"got {_value_shown(rows)}"
+        )
+    checked = []
+    seen: dict[tuple[str, str], int] = {}
+    for index, row in enumerate(rows):
+        try:
+            checked.append(_capsule_row(row, device, profile))
+        except _RowFault as fault:
+            raise CheckpointError(f"capsules[{index}] {fault}") from None
+        key = (checked[-1]["op"], checked[-1]["capsule"])
+        if key in seen:
+            raise CheckpointError(
+                f"capsules[{index}] repeats capsules[{seen[key]}] (op {key[0]}, capsule "
+                f"{_value_shown(key[1])}): a run lists each capsule it selected once"
+            )
+        seen[key] = index
+    return tuple(checked)
 
 
 def _dropout_field(meta: dict[str, Any]) -> float:

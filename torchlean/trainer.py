@@ -76,6 +76,7 @@ from torchlean.tensor import Tensor
 from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_entropy_terms, squared_errors
 
 __all__ = [
+    "RECORD_ORDERS",
     "ExecutionMode",
     "Objective",
     "RunConfig",
@@ -170,6 +171,17 @@ class ExecutionMode(LabelledEnum):
     def kind(cls) -> str:
         """``"execution mode"``: the vocabulary's name in error messages."""
         return "execution mode"
+
+
+RECORD_ORDERS: dict[ExecutionMode, str] = {
+    ExecutionMode.EAGER: "first-use",
+    ExecutionMode.TYPED_GRAPH: "graph-plan",
+}
+"""The order of :attr:`Trainer.selected` per execution mode, as records name it (``torchlean train
+--report-json``'s and ``predict``'s ``capsules_order``, a checkpoint's
+:attr:`~torchlean.checkpoint.Checkpoint.capsules_order`): ``first-use`` (eager: the session's
+selections, each when its op first ran), ``graph-plan`` (typed graph: the graph plans' kernels in
+node order, then those run outside the graph)."""
 
 
 class Objective(LabelledEnum):

@@ -323,8 +323,9 @@ def test_a_version_1_checkpoint_still_round_trips(run: tuple[Path, Path, list[st
     fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
     v1 = tmp_path / "v1.npz"
     checkpoint.save(v1, Checkpoint(**{**fields, "version": 1, "training": None, "environment": None,
-                                      "torch_threads": None, "data_sha256": None}))
-    assert not {"split_seed", "torch_threads", "environment", "data_sha256"} & set(metadata(v1))
+                                      "torch_threads": None, "data_sha256": None, "capsules": None,
+                                      "capsules_order": None}))
+    assert not {"split_seed", "torch_threads", "environment", "data_sha256", "capsules"} & set(metadata(v1))
     loaded = checkpoint.load(v1)
     assert (loaded.split_seed, loaded.torch_threads, loaded.environment, loaded.data_sha256) == (
         0, None, None, None)

@@ -31,6 +31,7 @@ from sklearn.preprocessing import StandardScaler
 from torchlean import checkpoint, data, optim
 from torchlean.backend import profiles, report
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import BackendOp
 from torchlean.checkpoint import Checkpoint, CheckpointError, TrainingState
 from torchlean.cli import main
 from torchlean.cli._output import check_writable
@@ -487,10 +488,10 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
          r"execution, seed, dropout, test_fraction, split_seed, torch_threads, torch_threads_segments, "
-         r"environment, data_sha256, training\)$"),
+         r"environment, data_sha256, capsules_order, capsules, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
-         r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'split_seed', "
-         r"'torch_threads', 'environment', 'training' \(version 1 "
+         r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'split_seed', \.\.\., "
+         r"'training' \(8 in all; version 1 "
          r"writes: format, "
          r"version, model, hidden, features, outputs, dtype, task, classes, dataset, label_column, "
          r"feature_names, profile, execution, seed\)$"),
@@ -1517,3 +1518,179 @@ def test_predict_writes_its_output_when_the_report_reader_leaves(tmp_path, iris_
     )
     lines = output.read_text().splitlines()
     assert lines[0] == "prediction" and len(lines) == 151
+
+
+# ------------------------------------------------------------------- the run's capsules (review108 F6)
+
+
+def test_the_capsules_round_trip_through_save_load_pickle_and_deepcopy(tmp_path, iris_checkpoint):
+    """A ``train --save`` checkpoint records the capsules of its run (report.audit_to_json rows, keys
+    in their order) and their order word; save and load, pickle and deepcopy keep them; the rows are
+    read-only."""
+    import copy
+    import pickle
+
+    saved = checkpoint.load(iris_checkpoint)
+    assert saved.capsules_order == "first-use" and saved.capsules is not None
+    rows = saved.capsules_json()
+    assert [row["capsule"] for row in rows] == [
+        "reference.linear", "reference.relu", "reference.log_softmax", "reference.mul",
+        "reference.reduce_sum"]
+    assert all(list(row) == list(checkpoint.CAPSULE_KEYS) and row["device"] == "cpu" for row in rows)
+    assert list(rows[0]["contracts"]) == ["shape", "layout", "value", "vjp"]
+    with np.load(iris_checkpoint, allow_pickle=False) as archive:
+        meta = json.loads(str(archive["metadata"]))
+    assert meta["capsules"] == rows and meta["capsules_order"] == "first-use"
+    copy_path = tmp_path / "copy.npz"
+    checkpoint.save(copy_path, saved)
+    again = checkpoint.load(copy_path)
+    assert again.capsules_json() == rows and again.capsules_order == "first-use"
+    for other in (pickle.loads(pickle.dumps(saved)), copy.deepcopy(saved)):
+        assert other.capsules_json() == rows and other.capsules_order == "first-use"
+    with pytest.raises(TypeError):
+        saved.capsules[0]["trust"] = "trusted-external"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        saved.capsules[0]["contracts"]["value"]["evidence"]["kind"] = "trustedBoundary"  # type: ignore[index]
+    value = saved.capsules[0]["contracts"]["value"]
+    assert isinstance(saved.capsules, tuple) and isinstance(value["provenance"], tuple)
+    # a list of audit_to_json rows, as a Python caller has them, is taken and stored so
+    built = Checkpoint(**fields(saved, capsules=rows))
+    assert built.capsules_json() == rows and isinstance(built.capsules, tuple)
+
+
+def edited_row(saved: Checkpoint, index: int, edit: Any) -> list[dict[str, Any]]:
+    """The JSON rows of ``saved.capsules`` with row ``index`` changed in place by ``edit``."""
+    rows = saved.capsules_json()
+    assert rows is not None
+    edit(rows[index])
+    return rows
+
+
+def _drop_trust_add_extra(row: dict[str, Any]) -> None:
+    del row["trust"]
+    row["extra"] = 1
+
+
+def _claim_op(row: dict[str, Any]) -> None:
+    row["contracts"]["value"]["claim"]["op"] = "relu"
+
+
+KEYS = "op, capsule, provider, device, trust, vjp, reduction, contracts"
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    (lambda s: {"capsules": edited_row(s, 1, _drop_trust_add_extra)},
+     f"capsules[1] must have the keys {KEYS} (report.audit_to_json's): missing 'trust'; unexpected 'extra'"),
+    (lambda s: {"capsules": edited_row(s, 2, lambda row: row.update(trust="trusted"))},
+     "capsules[2] trust must be one of checked | trusted-external, got 'trusted'"),
+    (lambda s: {"capsules": edited_row(s, 0, lambda row: row.update(provider="Reference"))},
+     "capsules[0] provider must be one of reference | torchlean | native-cuda | libtorch | aten | mps | "
+     "webgpu | cublas | cudnn | cufft | xla | neuron | custom-chip | external, got 'Reference'"),
+    (lambda s: {"capsules": edited_row(s, 0, lambda row: row.update(op=7))},
+     f"capsules[0] op must be one of {' | '.join(op.label for op in BackendOp)}, got 7"),
+    (lambda s: {"capsules": edited_row(s, 3, lambda row: row.update(device="cuda"))},
+     "capsules[3] device must be profile checked_cpu's device 'cpu' (a run's capsules run on its profile's "
+     "device), got 'cuda'"),
+    (lambda s: {"capsules": edited_row(s, 4, lambda row: row.update(capsule=""))},
+     "capsules[4] capsule must be a non-empty string (the capsule's name), got ''"),
+    (lambda s: {"capsules": edited_row(s, 0, lambda row: row["contracts"].pop("vjp"))},
+     "capsules[0] contracts must have the keys shape, layout, value, vjp (report.audit_to_json's): missing "
+     "'vjp'"),
+    (lambda s: {"capsules": edited_row(s, 0, _claim_op)},
+     "capsules[0] contracts.value.claim.op must be the row's op 'linear', got 'relu'"),
+    (lambda s: {"capsules": edited_row(s, 0, lambda row: row["contracts"]["shape"]["evidence"].update(
+        kind="proved"))},
+     "capsules[0] contracts.shape.evidence.kind must be one of runtimeGuard | testSuite | trustedBoundary | "
+     "notApplicable, got 'proved'"),
+    (lambda s: {"capsules": [*s.capsules_json(), s.capsules_json()[0]]},
+     "capsules[5] repeats capsules[0] (op linear, capsule 'reference.linear'): a run lists each capsule it "
+     "selected once"),
+    (lambda s: {"capsules": []},
+     "capsules must be a non-empty list of the run's capsules (report.audit_to_json of each) or None, got "
+     "[]"),
+    (lambda s: {"capsules": None},
+     "capsules and capsules_order must be given together (the run's capsules and their order) or both be "
+     "None, got capsules None and capsules_order 'first-use'"),
+    (lambda s: {"capsules_order": None},
+     "capsules and capsules_order must be given together (the run's capsules and their order) or both be "
+     "None, got capsules given and capsules_order None"),
+    (lambda s: {"capsules_order": "first use"},
+     "capsules_order must be one of first-use | graph-plan (the order of the capsules list) or None, got "
+     "'first use'"),
+    (lambda s: {"capsules_order": "graph-plan"},
+     "capsules_order 'graph-plan' is not the order of execution 'eager' ('first-use'; one of them was "
+     "edited): a run's capsules are listed in its execution mode's order"),
+    (lambda s: {"version": 1, "training": None, "environment": None, "torch_threads": None,
+                "data_sha256": None},
+     "a version 1 checkpoint has no capsules or capsules_order (version 2 does), got capsules given, "
+     "capsules_order 'first-use'"),
+])
+def test_bad_capsules_are_refused_naming_the_row_key_and_value(iris_checkpoint, changes, message):
+    saved = checkpoint.load(iris_checkpoint)
+    with pytest.raises(CheckpointError) as caught:
+        Checkpoint(**fields(saved, **changes(saved)))
+    assert str(caught.value) == message
+
+
+def test_load_refuses_edited_capsules_naming_the_file(tmp_path, iris_checkpoint, capsys):
+    """A hand-edited (or hostile) file: the refusal names the file; a value of megabytes is cut in
+    the message; a field of another JSON type is named as the metadata's other fields are."""
+    def edit(**changes: Any) -> np.ndarray[Any, Any]:
+        with np.load(iris_checkpoint, allow_pickle=False) as archive:
+            meta = json.loads(str(archive["metadata"]))
+        for name, change in changes.items():
+            meta[name] = change(meta[name])
+        return np.array(json.dumps(meta))
+
+    def untrusted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows[1]["vjp"] = "x" * 1_000_000
+        return rows
+
+    path = rewrite(iris_checkpoint, tmp_path / "vjp.npz", metadata=edit(capsules=untrusted))
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: capsules[1] vjp must be one of none | torchlean-tape | backend-vjp, "
+                              "got 'xxxx")
+    assert message.endswith("... (1000002 characters)") and len(message) < 500
+    assert cli(capsys, "inspect", str(path)) == (2, "", f"error: {message}\n")
+    path = rewrite(iris_checkpoint, tmp_path / "dict.npz", metadata=edit(capsules=lambda rows: rows[0]))
+    with pytest.raises(CheckpointError, match=r"dict.npz: metadata field 'capsules' must be of type list or "
+                                              r"null, got \{'op': 'linear'"):
+        checkpoint.load(path)
+    path = rewrite(iris_checkpoint, tmp_path / "order.npz", metadata=edit(capsules_order=lambda word: 1))
+    refused = r"order.npz: metadata field 'capsules_order' must be of type str or null, got 1$"
+    with pytest.raises(CheckpointError, match=refused):
+        checkpoint.load(path)
+
+
+def test_a_file_without_capsules_loads_them_as_none(tmp_path, iris_checkpoint):
+    with np.load(iris_checkpoint, allow_pickle=False) as archive:
+        meta = json.loads(str(archive["metadata"]))
+    del meta["capsules"], meta["capsules_order"]  # as a file written before they were recorded
+    old = rewrite(iris_checkpoint, tmp_path / "old.npz", metadata=np.array(json.dumps(meta)))
+    loaded = checkpoint.load(old)
+    assert (loaded.capsules, loaded.capsules_order, loaded.capsules_json()) == (None, None, None)
+    again = tmp_path / "again.npz"
+    checkpoint.save(again, loaded)  # and written back without them
+    with np.load(again, allow_pickle=False) as archive:
+        assert not {"capsules", "capsules_order"} & set(json.loads(str(archive["metadata"])))
+
+
+@pytest.mark.parametrize(("dataset", "execution", "order"), [
+    ("digits", "typed-graph", "graph-plan"), ("iris", "eager", "first-use"),
+])
+def test_train_save_records_the_capsules_of_its_report(capsys, tmp_path, dataset, execution, order):
+    """The checkpoint's rows are the --report-json record's ``capsules``, in its order, and the
+    audit lines' capsules."""
+    saved, record = tmp_path / "m.npz", tmp_path / "r.json"
+    code, out, err = cli(capsys, "train", "--dataset", dataset, "--epochs", "1", "--hidden", "4", "--dropout",
+                         "0.1", "--execution", execution, "--save", str(saved), "--report-json", str(record))
+    assert (code, err) == (0, ""), err
+    written = json.loads(record.read_text())
+    loaded = checkpoint.load(saved)
+    assert loaded.capsules_json() == written["capsules"]
+    assert loaded.capsules_order == written["capsules_order"] == order
+    audit = [line for line in out.splitlines() if line.startswith("  ")]
+    assert [line.split()[1] for line in audit] == [row["capsule"] for row in written["capsules"]]
+    assert "bernoulli_mask" in [row["op"] for row in written["capsules"]]

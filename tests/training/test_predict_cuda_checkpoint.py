@@ -134,8 +134,10 @@ def _as_run_under(source: Path, profile: str, execution: str, target: Path) -> P
     assert saved.environment is not None  # train records the profile there too (review64 F4)
     environment = {**saved.environment, "profile": profile,
                    "capsule_table_sha256": provenance.capsule_table_sha256(profile)}
+    # its capsules are CUDA ones, which no CPU run selects: left unrecorded
     checkpoint.save(target, dataclasses.replace(saved, profile=profile, execution=execution,
-                                                training=training, environment=environment))
+                                                training=training, environment=environment,
+                                                capsules=None, capsules_order=None))
     return target
 
 

@@ -472,7 +472,8 @@ def test_a_version_1_file_loads_with_dropout_0(undropped, tmp_path):
     format torchlean wrote before, as checkpoint.save writes it for version=1."""
     old = checkpoint.load(undropped)
     v1 = tmp_path / "v1.npz"
-    version_1 = fields(old, training=None, version=1, environment=None, torch_threads=None, data_sha256=None)
+    version_1 = fields(old, training=None, version=1, environment=None, torch_threads=None, data_sha256=None,
+                       capsules=None, capsules_order=None)
     checkpoint.save(v1, Checkpoint(**version_1))
     assert "dropout" not in metadata(v1) and metadata(v1)["version"] == 1
     loaded = checkpoint.load(v1)

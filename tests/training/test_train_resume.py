@@ -482,14 +482,15 @@ def test_a_checkpoint_without_training_state_is_refused_but_predicts(capsys, sav
 
 def version_1_file(source: Path, target: Path) -> Path:
     """``source`` as torchlean wrote checkpoints before format 2: version 1 metadata without the
-    ``training``, ``dropout``, ``test_fraction``, ``split_seed``, ``torch_threads`` and
-    ``environment`` fields and no ``optimizer/`` entries (numpy
+    ``training``, ``dropout``, ``test_fraction``, ``split_seed``, ``torch_threads``,
+    ``environment``, ``capsules_order`` and ``capsules`` fields and no ``optimizer/`` entries (numpy
     writes the archive, not torchlean)."""
     with np.load(source, allow_pickle=False) as archive:
         entries = {name: archive[name] for name in archive.files if not name.startswith("optimizer/")}
     meta = json.loads(str(entries["metadata"]))
     del meta["training"], meta["dropout"], meta["test_fraction"]
     del meta["split_seed"], meta["torch_threads"], meta["environment"]  # version 2 fields too (review62)
+    del meta["capsules_order"], meta["capsules"]  # and review108 F6's
     meta["version"] = 1
     entries["metadata"] = np.array(json.dumps(meta))
     with target.open("wb") as handle:

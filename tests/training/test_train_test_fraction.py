@@ -235,7 +235,8 @@ def test_a_checkpoint_written_before_the_option_means_0_2(capsys, tmp_path):
     loaded = checkpoint.load(saved)
     fields = {name: getattr(loaded, name) for name in Checkpoint.__slots__}
     checkpoint.save(version1, Checkpoint(**{**fields, "version": 1, "training": None, "environment": None,
-                                            "torch_threads": None, "data_sha256": None}))
+                                            "torch_threads": None, "data_sha256": None, "capsules": None,
+                                            "capsules_order": None}))
     assert checkpoint.load(version1).test_fraction == 0.2
 
 

@@ -10,7 +10,7 @@ from typing import TextIO
 from torchlean.backend import report
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.profiles import BackendProfile
-from torchlean.trainer import ExecutionMode
+from torchlean.trainer import RECORD_ORDERS, ExecutionMode
 
 __all__ = ["ORDERS", "OUTSIDE_GRAPH", "RECORD_ORDERS", "order_words", "print_capsules_used"]
 
@@ -29,13 +29,8 @@ execution lists it where the dropout layer first ran."""
 OUTSIDE_GRAPH = ", then ops run outside the graph"
 """Follows :data:`ORDERS`' typed-graph words when some listed kernel ran outside the graph."""
 
-RECORD_ORDERS: dict[ExecutionMode, str] = {
-    ExecutionMode.EAGER: "first-use",
-    ExecutionMode.TYPED_GRAPH: "graph-plan",
-}
-"""The ``--report-json`` records' ``capsules_order``: the order of their ``capsules`` list, as
-:data:`ORDERS` words it (``graph-plan``: the graph plans' kernels in node order, then those run
-outside the graph)."""
+# RECORD_ORDERS (torchlean.trainer's, re-exported): the --report-json records' ``capsules_order``,
+# the order of their ``capsules`` list as ORDERS words it; a checkpoint records the same word
 
 
 def order_words(execution: ExecutionMode, outside_graph: int = 0) -> str:

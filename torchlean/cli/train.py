@@ -15,7 +15,10 @@ clipping; a tqdm progress bar per epoch on a terminal) - ``loss=`` for classific
 standardised with the train split's mean and standard deviation - then ``test_accuracy=<value>``
 (classification) or ``test_mse=<value>`` (regression, in the target's units), then one audit line
 per backend capsule used. ``--save PATH`` then writes the trained model as a checkpoint
-(:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last.
+(:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last; the
+checkpoint records the capsules of those audit lines, the ``capsules`` list of ``--report-json``
+(one list, :attr:`torchlean.checkpoint.Checkpoint.capsules`, with its ``capsules_order``): those
+this process selected, so after ``--resume`` the resumed segment's, not an earlier segment's.
 ``--report-json PATH`` writes the same facts as a JSON record (the first header line's ``task``,
 ``train``, ``val`` (``null`` without ``--val-fraction``), ``test``, ``features`` and ``parameters``;
 ``classes``: the class names, ``null`` for regression; a CSV file's read settings as resolved,
@@ -1151,6 +1154,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         record["test_mse"] = mse
         print(f"test_mse={metric_text(mse)}")
     selected = trainer.selected
+    # one list: the record's capsules and the checkpoint's (review108 F6)
+    capsules = [report.audit_to_json(k.audit()) for k in selected]
     preference_notes = print_capsules_used(selected, profile, sys.stdout, execution,
                                            len(trainer.selected_outside_graph))
     if kernel_times is not None:
@@ -1187,13 +1192,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             environment=environment,
             weights=weights,
             training=_resume.training_state(args, trainer, dataset, held_out),
+            capsules=capsules,  # this segment's selections (after --resume, the resumed run's)
+            capsules_order=RECORD_ORDERS[execution],
         ))
         stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
         record["checkpoint_sha256"] = None if is_stdout(args.save) else provenance.file_sha256(args.save)
     record["seconds"] = time.perf_counter() - started
     record["capsules_order"] = RECORD_ORDERS[execution]
-    record["capsules"] = [report.audit_to_json(k.audit()) for k in selected]
+    record["capsules"] = capsules
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
         write_json_record(args.report_json, record)
