@@ -448,6 +448,83 @@ def test_inspect_prints_and_records_what_the_checkpoint_says(capsys: pytest.Capt
             ) in out.splitlines()
 
 
+def audit_line(row: dict[str, Any]) -> str:
+    """``report.audit_line``'s text for a JSON audit row (the oracle of inspect's capsule lines)."""
+    return (f"  {row['op']}: {row['capsule']} provider={row['provider']} trust={row['trust']} "
+            f"vjp={row['vjp']} reduction={row['reduction']}")
+
+
+def inspected(capsys: pytest.CaptureFixture[str], path: Path,
+              tmp_path: Path) -> tuple[list[str], dict[str, Any]]:
+    """``torchlean inspect PATH --report-json``: its lines (but the ``wrote`` line) and its record."""
+    report = tmp_path / "inspect.json"
+    code, out, err = cli(capsys, "inspect", str(path), "--report-json", str(report))
+    assert (code, err) == (0, ""), err
+    return out.splitlines()[:-1], json.loads(report.read_text())
+
+
+def test_inspect_prints_the_recorded_capsules_and_that_this_torchlean_holds_them(
+        capsys: pytest.CaptureFixture[str], run: tuple[Path, Path, list[str]], tmp_path: Path) -> None:
+    """review108 F6: the capsules of the run (train --report-json's), their order, one audit line each,
+    and whether this torchlean's table for the profile holds them with the same labels."""
+    saved_path, record_path, _ = run
+    capsules = json.loads(record_path.read_text())["capsules"]
+    lines, record = inspected(capsys, saved_path, tmp_path)
+    at = lines.index(f"capsules: {len(capsules)} (first-use order)")
+    assert lines[at - 1].startswith("capsule_table: ")
+    assert lines[at + 1: at + 1 + len(capsules)] == [audit_line(row) for row in capsules]
+    assert lines[at + 1 + len(capsules)] == "capsules_match: same as this torchlean's for profile checked_cpu"
+    assert (record["capsules_order"], record["capsules"]) == ("first-use", capsules)
+    assert (record["capsules_match"], record["capsules_differences"]) == (True, [])
+
+
+def test_inspect_says_which_recorded_capsule_differs_from_this_torchleans(
+        capsys: pytest.CaptureFixture[str], run: tuple[Path, Path, list[str]], tmp_path: Path) -> None:
+    """A recorded label edited to another valid label (written through checkpoint.save), a capsule
+    this torchlean's table does not hold (its name escaped as inspect escapes texts): differs, naming
+    each; more than three differences are counted."""
+    saved = checkpoint.load(run[0])
+    rows = saved.capsules_json()
+    assert rows is not None and rows[0]["capsule"] == "reference.linear" and rows[0]["trust"] == "checked"
+    rows[0]["trust"] = "trusted-external"
+    rows[1]["capsule"] = "reference.relu\n"
+    fields = {name: getattr(saved, name) for name in Checkpoint.__slots__}
+    edited = tmp_path / "edited.npz"
+    checkpoint.save(edited, Checkpoint(**{**fields, "capsules": rows}))
+    lines, record = inspected(capsys, edited, tmp_path)
+    relu = "  relu: 'reference.relu\\n' provider=reference trust=checked vjp=torchlean-tape reduction=n/a"
+    assert relu in lines
+    assert ("capsules_match: differs from this torchlean's for profile checked_cpu (reference.linear "
+            "(linear): trust trusted-external, now checked; 'reference.relu\\n' (relu): not in its table)"
+            ) in lines
+    assert record["capsules_match"] is False
+    assert record["capsules_differences"] == [
+        {"op": "linear", "capsule": "reference.linear", "now": {"trust": "checked"}},
+        {"op": "relu", "capsule": "reference.relu\n", "now": None},
+    ]
+    for row in rows[2:]:
+        row["reduction"] = "implementation-defined" if row["reduction"] != "implementation-defined" else "n/a"
+    checkpoint.save(edited, Checkpoint(**{**fields, "capsules": rows}))
+    lines, record = inspected(capsys, edited, tmp_path)
+    match = next(line for line in lines if line.startswith("capsules_match: "))
+    assert match.endswith("; ... (5 capsules differ; --report-json has them all))")
+    assert len(record["capsules_differences"]) == 5
+
+
+def test_inspect_of_a_checkpoint_without_capsules_says_unknown(
+        capsys: pytest.CaptureFixture[str], run: tuple[Path, Path, list[str]], tmp_path: Path) -> None:
+    def strip(meta: dict[str, Any]) -> None:
+        del meta["capsules"], meta["capsules_order"]
+
+    old = rewrite_metadata(run[0], tmp_path / "old.npz", strip)
+    lines, record = inspected(capsys, old, tmp_path)
+    assert ("capsules: unknown (written before torchlean recorded them, or built in Python without them)"
+            in lines)
+    assert "capsules_match: unknown (no capsules recorded)" in lines
+    keys = ("capsules_order", "capsules", "capsules_match", "capsules_differences")
+    assert [record[key] for key in keys] == [None, None, None, None]
+
+
 def test_inspect_refuses_bad_input_with_one_line(capsys: pytest.CaptureFixture[str],
                                                  run: tuple[Path, Path, list[str]], tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"

@@ -12,7 +12,13 @@ total, the random counter, whether a validation history is kept) and its setting
 ``environment`` block (:func:`torchlean.provenance.environment`: versions, platform, command
 line, working directory, UTC time, the profile's capsule-table digest), whether this torchlean's
 capsule table for that profile has the same digest (``capsule_table: same as this torchlean's``,
-``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment),
+``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment), the
+capsules that computed the run (:attr:`torchlean.checkpoint.Checkpoint.capsules`: ``capsules: 5
+(first-use order)``, then one line per capsule as ``train``'s audit lines print it) and whether
+each is still in this torchlean's capsule table for the profile with the same labels
+(``capsules_match: same as this torchlean's ...``, ``differs from this torchlean's ...
+(<capsule> (<op>): trust checked, now trusted-external; ...)``, or ``unknown``: a checkpoint that
+does not record them),
 whether this torchlean's source has the recorded ``torchlean_source_sha256``
 (``torchlean_source: same as this torchlean's``, ``differs ...``, or ``unknown``: a checkpoint
 written before torchlean recorded it), and the digest of the weights
@@ -96,7 +102,8 @@ def facts(
     path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None, delimiter: str | None = None
 ) -> dict[str, Any]:
     """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, as JSON-ready
-    data (``None`` where the checkpoint records nothing); with ``dataset`` (read with
+    data (``None`` where the checkpoint records nothing; ``capsules_match`` and
+    ``capsules_differences`` as :func:`_capsules_compared` gives them); with ``dataset`` (read with
     ``delimiter``, default the run's), ``dataset_given``, ``dataset_sha256``, ``data_matches``
     (None when unknown), ``data_difference`` (why they are not the run's data when
     ``data_matches`` is False, else None) and ``dataset_error`` (why the data could not be loaded
@@ -148,6 +155,9 @@ def facts(
         },
         "environment": environment,
         "capsule_table_matches": table,
+        "capsules_order": saved.capsules_order,
+        "capsules": saved.capsules_json(),
+        **_capsules_compared(saved),
         "torchlean_source_matches": source,
         "weights_sha256": provenance.weights_sha256(saved.weights),
     }
@@ -159,6 +169,71 @@ def facts(
                       data_matches=compared.matches, data_difference=compared.difference,
                       dataset_error=_delimiter_advice(failure, saved, delimiter))
     return record
+
+
+_LABELS = ("provider", "device", "trust", "vjp", "reduction")
+"""The labels of a recorded capsule row that :func:`_capsules_compared` compares with this
+torchlean's capsule table for the profile."""
+
+
+def _capsules_compared(saved: checkpoint.Checkpoint) -> dict[str, Any]:
+    """Whether each of the checkpoint's recorded capsules (:attr:`Checkpoint.capsules
+    <torchlean.checkpoint.Checkpoint.capsules>`) is in this torchlean's capsule table for its
+    profile (:func:`torchlean.provenance.capsule_table`: the capsules the profile can select),
+    matched by op and capsule name, with the same :data:`_LABELS`: ``capsules_match`` (None when
+    none are recorded) and ``capsules_differences``, one ``{"op", "capsule", "now"}`` per
+    recorded capsule that differs, in the recorded order, ``now`` the differing labels as this
+    torchlean's table has them (``{"trust": "trusted-external"}``) or None when the table holds no
+    such capsule (None when none are recorded, ``[]`` when they match)."""
+    if saved.capsules is None:
+        return {"capsules_match": None, "capsules_differences": None}
+    table = {(row["op"], row["capsule"]): row for row in provenance.capsule_table(saved.profile)["capsules"]}
+    differences: list[dict[str, Any]] = []
+    for row in saved.capsules:
+        current = table.get((row["op"], row["capsule"]))
+        now = None if current is None else {key: current[key] for key in _LABELS if current[key] != row[key]}
+        if now is None or now:
+            differences.append({"op": row["op"], "capsule": row["capsule"], "now": now})
+    return {"capsules_match": not differences, "capsules_differences": differences}
+
+
+def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
+    """The ``capsules:`` line (the count and the order), one line per recorded capsule in the
+    style of the run's audit lines (:func:`torchlean.backend.report.audit_line`: ``  op: capsule
+    provider=... trust=... vjp=... reduction=...``, the capsule's name shown as other texts), and
+    the ``capsules_match:`` line."""
+    rows = record["capsules"]
+    if rows is None:
+        return ["capsules: unknown (written before torchlean recorded them, or built in Python without them)",
+                "capsules_match: unknown (no capsules recorded)"]
+    lines = [f"capsules: {len(rows)} ({record['capsules_order']} order)"]
+    lines.extend(
+        f"  {row['op']}: {_text(row['capsule'])} provider={row['provider']} trust={row['trust']} "
+        f"vjp={row['vjp']} reduction={row['reduction']}" for row in rows
+    )
+    differences = record["capsules_differences"]
+    shown_profile = _text(profile)
+    if not differences:
+        lines.append(f"capsules_match: same as this torchlean's for profile {shown_profile}")
+        return lines
+    said = []
+    for difference in differences[:_DIFFERENCES_SHOWN]:
+        now = difference["now"]
+        recorded = next(row for row in rows
+                        if (row["op"], row["capsule"]) == (difference["op"], difference["capsule"]))
+        what = ("not in its table" if now is None
+                else ", ".join(f"{key} {recorded[key]}, now {value}" for key, value in now.items()))
+        said.append(f"{_text(difference['capsule'])} ({difference['op']}): {what}")
+    more = len(differences) - _DIFFERENCES_SHOWN
+    if more > 0:
+        said.append(f"... ({len(differences)} capsules differ; {_WHOLE})")
+    lines.append(f"capsules_match: differs from this torchlean's for profile {shown_profile} "
+                 f"({'; '.join(said)})")
+    return lines
+
+
+_DIFFERENCES_SHOWN = 3
+"""The most differing capsules the ``capsules_match:`` line names."""
 
 
 def _delimiter_advice(failure: str | None, saved: checkpoint.Checkpoint, given: str | None) -> str | None:
@@ -310,6 +385,7 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
         else f"capsule_table: differs from this torchlean's for profile {shown_profile} "
         f"({provenance.capsule_table_sha256(profile)}): the profile may select other capsules now"
     )
+    lines.extend(_capsule_lines(record, profile))
     lines.append(_source_line(record["torchlean_source_matches"], saved))
     lines.append(f"weights_sha256: {record['weights_sha256']}")
     if "data_matches" in record:
