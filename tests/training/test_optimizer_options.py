@@ -55,6 +55,26 @@ def test_options_match_torch(build, cls, ours, theirs, dtype):
     assert optimizer.param_steps == [8, 7]
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_centered_rmsprop_beyond_float32_squares_matches_torch(momentum):
+    """review116 F1: a gradient average past about 1.8e19 has a square float32 cannot hold; torch's
+    fused ``v.addcmul(a, a, value=-1)`` gives ``v``'s inf (a zero step), where ``v - a * a`` in
+    float32 was ``inf - inf``, NaN, which then stayed in the parameter."""
+    for size in (1e20, 1e30):
+        params = [np.ones(2, np.float32)]
+        optimizer = optim.rmsprop(0.01, 0.9, 1e-8, 0.01, momentum, True).create(params)
+        tensor = torch.ones(2, requires_grad=True)
+        reference = torch.optim.RMSprop([tensor], lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.01,
+                                        momentum=momentum, centered=True, foreach=False)
+        for _ in range(2):
+            grad = np.full(2, size, np.float32)
+            params = optimizer.step(params, [grad])
+            tensor.grad = torch.tensor(grad)
+            reference.step()
+            np.testing.assert_array_equal(params[0], tensor.detach().numpy())
+        assert np.isfinite(params[0]).all()
+
+
 def test_the_options_change_the_updates():
     """Each option moves the parameters differently from the plain optimizer (the comparisons above
     can fail)."""

@@ -367,6 +367,18 @@ def _adam_step(
     return result
 
 
+def _less_square(v: Array, a: Array) -> Array:
+    """``v - a * a`` rounded once to ``v``'s dtype, as torch's fused ``v.addcmul(a, a, value=-1)``
+    rounds it: float32 operands are subtracted in float64, where ``a * a`` is exact, so an ``a``
+    beyond about 1.8e19 whose square float32 cannot hold gives ``v``'s ``inf`` rather than
+    ``inf - inf = NaN`` (review116 F1); float64 operands as they are. ``[*]`` of ``v``'s dtype."""
+    if v.dtype != np.float32:
+        result: Array = v - a * a
+        return result
+    wide = v.astype(np.float64) - np.square(a.astype(np.float64))
+    return wide.astype(np.float32)
+
+
 @dataclass(frozen=True, slots=True)
 class RMSprop(OptimizerConfig):
     """RMSprop (Hinton 2012) as ``torch.optim.RMSprop`` (``decay`` is torch's ``alpha``), with its
@@ -410,7 +422,7 @@ class RMSprop(OptimizerConfig):
             if third is None:  # pragma: no cover - create allocates it for every centered parameter
                 raise AssertionError("centered RMSprop needs its gradient-average buffer")
             _lerp_(third, grad, dt(1.0 - self.decay))
-            avg = np.sqrt(v + dt(-1.0) * third * third) + dt(self.eps)
+            avg = np.sqrt(_less_square(v, third)) + dt(self.eps)
         else:
             avg = np.sqrt(v) + dt(self.eps)
         if self.momentum != 0.0:
