@@ -430,7 +430,8 @@ class Checkpoint:
             (``capsules[2] trust must be one of checked | trusted-external, got 'trusted'``), or
             either of them not ``None`` with ``version`` 1;
             training settings whose ``profile`` or ``execution`` name another known profile or
-            execution mode than the checkpoint's own, naming both values).
+            execution mode than the checkpoint's own, or whose ``seed`` or ``test_fraction``
+            another split than ``split_seed`` and ``test_fraction``, naming both values).
     """
 
     model: str
@@ -499,6 +500,7 @@ class Checkpoint:
             raise CheckpointError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
         self._check_settings_agree()  # first: an edited profile is named as such (its environment's agrees)
         self._check_provenance()
+        self._check_split_agrees()
         self._check_capsules()
         for name in ("feature_mean", "feature_scale"):
             object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
@@ -677,6 +679,25 @@ class Checkpoint:
                     f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
                     f"{setting!r} differ (one of them was edited): a checkpoint records one model, which "
                     "predict rebuilds and --resume trains on"
+                )
+
+    def _check_split_agrees(self) -> None:
+        """Refuse training settings whose ``seed`` or ``test_fraction`` (the options the run split
+        its data with, which ``predict --split`` and ``inspect --dataset`` load the data with to
+        compare their digest) differ from ``split_seed`` or ``test_fraction`` (the split ``predict
+        --split`` scores): the digest would vouch for one split while another is scored
+        (review115 F1). A setting that is not a value its option takes is left to ``--resume``'s
+        parser, which names the option."""
+        if self.training is None:
+            return
+        for name, field, parse in (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction)):
+            setting = self.training.settings.get(name)
+            value = parse(setting) if isinstance(setting, str) else None
+            if value is not None and value != getattr(self, field):
+                raise CheckpointError(
+                    f"the checkpoint's {field} {getattr(self, field)!r} and its training settings' {name} "
+                    f"{setting!r} differ (one of them was edited): a checkpoint records one train/test split, "
+                    "which predict --split scores and --resume trains on"
                 )
 
     def _check_test_fraction(self) -> None:
@@ -1774,6 +1795,20 @@ def _known(names: tuple[str, ...]) -> Callable[[str], str | None]:
 def _positive_int(setting: str) -> int | None:
     """A ``--hidden`` setting's value (a decimal int >= 1), or None."""
     return int(setting) if DECIMAL_INTEGER.fullmatch(setting) and int(setting) >= 1 else None
+
+
+def _seed(setting: str) -> int | None:
+    """A ``--seed`` setting's value (a decimal int >= 0), or None."""
+    return int(setting) if DECIMAL_INTEGER.fullmatch(setting) and int(setting) >= 0 else None
+
+
+def _fraction(setting: str) -> float | None:
+    """A ``--test-fraction`` setting's value (a float in ``(0, 1)``), or None."""
+    try:
+        value = float(setting)
+    except ValueError:
+        return None
+    return value if 0.0 < value < 1.0 else None
 
 
 def _dropout(setting: str) -> float | None:

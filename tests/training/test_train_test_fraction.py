@@ -240,17 +240,33 @@ def test_a_checkpoint_written_before_the_option_means_0_2(capsys, tmp_path):
     assert checkpoint.load(version1).test_fraction == 0.2
 
 
-def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_resume(capsys, tmp_path):
+def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_load(capsys, tmp_path):
+    """review115 F1: predict --split scored the edited fraction's split while its digest was of the
+    settings' split; the file is refused when read, by --resume, predict and inspect alike."""
     saved = tmp_path / "run.npz"
     ok(capsys, "--dataset", "iris", "--hidden", "4", "--epochs", "1", "--test-fraction", "0.3", "--save",
        str(saved))
     edited = without_test_fraction(saved, tmp_path / "edited.npz", settings=False, test_fraction=0.25)
-    assert checkpoint.load(edited).test_fraction == 0.25
-    assert one_line_error(capsys, "train", "--resume", str(edited), "--epochs", "2") == (
-        f"error: checkpoint {edited}: its setting --test-fraction 0.3 differs from its test_fraction 0.25 "
-        "(the split torchlean predict --split recomputes): its fields are inconsistent (a checkpoint edited "
-        "by hand?), and --resume cannot continue it; train a new run\n"
-    )
+    message = ("the checkpoint's test_fraction 0.25 and its training settings' test_fraction '0.3' differ (one "
+               "of them was edited): a checkpoint records one train/test split, which predict --split scores "
+               "and --resume trains on")
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        checkpoint.load(edited)
+    assert str(info.value).endswith(message)
+    for argv in (["train", "--resume", str(edited), "--epochs", "2"],
+                 ["predict", str(edited), "--dataset", "iris", "--split", "test"],
+                 ["inspect", str(edited)]):
+        error = one_line_error(capsys, *argv)
+        assert error.startswith("error: ") and message in error, error
+    reseeded = without_test_fraction(saved, tmp_path / "seed.npz", settings=False, test_fraction=0.3,
+                                     split_seed=7)
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        checkpoint.load(reseeded)
+    assert str(info.value).endswith(
+        "the checkpoint's split_seed 7 and its training settings' seed '0' differ (one of them was edited): a "
+        "checkpoint records one train/test split, which predict --split scores and --resume trains on")
+    assert checkpoint.load(without_test_fraction(saved, tmp_path / "same.npz", settings=False,
+                                                 test_fraction=0.3, split_seed=0)).split_seed == 0
 
 
 # ----------------------------------------------------------------- the checkpoint field
@@ -267,13 +283,13 @@ def test_the_checkpoint_field_is_checked(tmp_path):
         with pytest.raises(CheckpointError, match=r"^test_fraction must be a float in \(0, 1\) \(the test "
                            r"fraction of the train/test split\), got "):
             Checkpoint(**{**fields, "test_fraction": bad})
-    taken = Checkpoint(**{**fields, "test_fraction": np.float64(0.35)})
+    taken = Checkpoint(**{**fields, "training": None, "test_fraction": np.float64(0.35)})  # no settings
     assert (taken.test_fraction, type(taken.test_fraction)) == (0.35, float)
     with pytest.raises(CheckpointError, match=r"^a version 1 checkpoint has no test_fraction \(version 2 "
                        r"does; version 1 files mean 0\.2\), got test_fraction 0\.35$"):
         Checkpoint(**{**fields, "version": 1, "training": None, "test_fraction": 0.35})
     copy = tmp_path / "copy.npz"
-    checkpoint.save(copy, Checkpoint(**{**fields, "test_fraction": 1 / 3}))
+    checkpoint.save(copy, Checkpoint(**{**fields, "training": None, "test_fraction": 1 / 3}))
     assert checkpoint.load(copy).test_fraction == 1 / 3  # JSON keeps the float exactly
     for value, message in (("0.3", r"metadata field 'test_fraction' must be a number, got '0\.3'"),
                            (True, r"metadata field 'test_fraction' must be a number, got True"),

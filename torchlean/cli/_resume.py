@@ -399,8 +399,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             :func:`_not_taken`);
             ``--epochs N`` not above the epochs done, or another total than the checkpoint's
             with ``cosine``/``warmup_cosine``; no ``--epochs`` when the saved run is complete;
-            ``--report-json`` naming the checkpoint; a setting ``--test-fraction`` other than the
-            checkpoint's ``test_fraction`` (a hand edit); a run that early stopping ended; a
+            ``--report-json`` naming the checkpoint; a run that early stopping ended; a
             ``--val-fraction`` run whose checkpoint lacks its validation history, or a history
             without ``--val-fraction``.
     """
@@ -492,13 +491,6 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     _check_monitor(values, shown)
     if "dataset" not in given and values["dataset"] == data.STDIN:
         _stdin_again(shown)
-    if values["test_fraction"] != saved.test_fraction:  # a hand edit (the data digest says it less clearly)
-        raise TorchLeanError(
-            f"checkpoint {shown}: its setting --test-fraction {recorded['test_fraction']} differs from its "
-            f"test_fraction {saved.test_fraction!r} (the split torchlean predict --split recomputes): its "
-            "fields are inconsistent (a checkpoint edited by hand?), and --resume cannot continue it; train "
-            "a new run"
-        )
     _check_validation(training, values.get("val_fraction"), values.get("early_stopping"), shown,
                       values.get("monitor"), values.get("min_delta"))
     for dest, value in values.items():
