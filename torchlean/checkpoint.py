@@ -690,14 +690,15 @@ class Checkpoint:
         parser, which names the option."""
         if self.training is None:
             return
-        for name, field, parse in (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction)):
+        pairs = (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction))
+        for name, field, parse in pairs:
             setting = self.training.settings.get(name)
             value = parse(setting) if isinstance(setting, str) else None
             if value is not None and value != getattr(self, field):
                 raise CheckpointError(
                     f"the checkpoint's {field} {getattr(self, field)!r} and its training settings' {name} "
-                    f"{setting!r} differ (one of them was edited): a checkpoint records one train/test split, "
-                    "which predict --split scores and --resume trains on"
+                    f"{setting!r} differ (one of them was edited): a checkpoint records one train/test "
+                    "split, which predict --split scores and --resume trains on"
                 )
 
     def _check_test_fraction(self) -> None:

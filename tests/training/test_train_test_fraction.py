@@ -247,9 +247,9 @@ def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_load(ca
     ok(capsys, "--dataset", "iris", "--hidden", "4", "--epochs", "1", "--test-fraction", "0.3", "--save",
        str(saved))
     edited = without_test_fraction(saved, tmp_path / "edited.npz", settings=False, test_fraction=0.25)
-    message = ("the checkpoint's test_fraction 0.25 and its training settings' test_fraction '0.3' differ (one "
-               "of them was edited): a checkpoint records one train/test split, which predict --split scores "
-               "and --resume trains on")
+    message = ("the checkpoint's test_fraction 0.25 and its training settings' test_fraction '0.3' differ "
+               "(one of them was edited): a checkpoint records one train/test split, which predict --split "
+               "scores and --resume trains on")
     with pytest.raises(checkpoint.CheckpointError) as info:
         checkpoint.load(edited)
     assert str(info.value).endswith(message)
@@ -263,8 +263,8 @@ def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_load(ca
     with pytest.raises(checkpoint.CheckpointError) as info:
         checkpoint.load(reseeded)
     assert str(info.value).endswith(
-        "the checkpoint's split_seed 7 and its training settings' seed '0' differ (one of them was edited): a "
-        "checkpoint records one train/test split, which predict --split scores and --resume trains on")
+        "the checkpoint's split_seed 7 and its training settings' seed '0' differ (one of them was edited): "
+        "a checkpoint records one train/test split, which predict --split scores and --resume trains on")
     assert checkpoint.load(without_test_fraction(saved, tmp_path / "same.npz", settings=False,
                                                  test_fraction=0.3, split_seed=0)).split_seed == 0
 
