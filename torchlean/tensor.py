@@ -1417,10 +1417,10 @@ class Tensor:
 
     def sum(
         self,
-        axis: int | Sequence[int] | _Unset | None = _UNSET,
+        axis: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
         keepdims: bool | _Unset = _UNSET,
         *,
-        dim: int | Sequence[int] | _Unset | None = _UNSET,
+        dim: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
         keepdim: bool | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
@@ -1446,10 +1446,10 @@ class Tensor:
 
     def mean(
         self,
-        axis: int | Sequence[int] | _Unset | None = _UNSET,
+        axis: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
         keepdims: bool | _Unset = _UNSET,
         *,
-        dim: int | Sequence[int] | _Unset | None = _UNSET,
+        dim: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
         keepdim: bool | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as

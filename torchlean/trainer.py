@@ -36,7 +36,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic
+from typing import Any, Generic, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +58,7 @@ from torchlean.ir.builder import Ref
 from torchlean.nn.eager import RUNNING_STATISTICS_OPS, EagerOps
 from torchlean.nn.layers import Layer, is_bool
 from torchlean.nn.lowering import DropoutMask, EmbeddingIndex, GraphOps, RunningUpdate
-from torchlean.nn.model import SEED_RANGE, Model, StateError, build, is_seed, not_a_layer
+from torchlean.nn.model import SEED_RANGE, InputShape, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
 from torchlean.optim import (
     OPTIMIZERS,
@@ -739,8 +739,8 @@ class Trainer(Generic[In, Out]):
         *,
         objective: Objective | str = Objective.MSE,
         config: RunConfig | None = None,
-        seed: int = 0,
-        input_shape: Sequence[int] | None = None,
+        seed: SupportsIndex = 0,
+        input_shape: InputShape | None = None,
         label_smoothing: float = 0.0,
     ) -> None:
         if not isinstance(layer, Layer):

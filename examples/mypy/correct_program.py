@@ -6,6 +6,8 @@ Plan ``relu`` under ``checked_cpu``, accept it, bind it to a handler and run it;
 
 from typing import Any, Literal, NewType, TypeAlias
 
+import numpy as np
+
 import torchlean as tl
 from torchlean import nn
 from torchlean.backend import profiles
@@ -81,3 +83,8 @@ def tripled(x: tl.Tensor) -> tl.Tensor:
 
 six: tl.Tensor = tripled(doubled(tl.tensor([1.0], requires_grad=True)))
 assert not six.requires_grad
+
+# numpy integers and a 1-d integer array where the run time takes them (review117 F4)
+numpy_sized: Trainer[Shape[4], Shape[3]] = Trainer(
+    nn.linear(4, 3), seed=np.int64(7), input_shape=np.array([4])
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import SupportsIndex, TypeVar
 
 import numpy as np
 
@@ -15,9 +15,12 @@ from torchlean._tensor_args import _one_spelling, _Unset
 from torchlean.backend.providers.reference.guards import axis_in_range
 from torchlean.tensor import TensorError, TensorTypeError, _preview
 
-Axes = int | Sequence[int] | None
+Axes = SupportsIndex | Sequence[SupportsIndex] | None
+"""An axis argument: an int (Python or numpy: ``SupportsIndex``, which the checks narrow to ints,
+refusing bools), a sequence of them, or None."""
 _V = TypeVar("_V")
-IntOrTuple = int | Sequence[int]
+IntOrTuple = SupportsIndex | Sequence[SupportsIndex]
+"""A size argument: an int (Python or numpy) or a sequence of them."""
 
 
 def _int(fn: str, name: str, value: object) -> int:
