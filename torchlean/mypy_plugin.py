@@ -566,8 +566,10 @@ def _render_dimension(arg: Type) -> str:
     if isinstance(proper, RawExpressionType):
         kind = proper.base_type_name.rpartition(".")[2]
         value = proper.literal_value
-        if value is None:  # mypy keeps no value for float, complex or other expressions
-            return "(an expression that is not an int literal)"
+        if value is None:  # mypy keeps no value for a float, a complex, an int beyond int64 (which
+            # it reads as Any: review117 F5) or another expression
+            return ("(not an int literal mypy holds: a float, a complex, an int beyond 2**63 - 1 or an "
+                    "expression)")
         if kind == "bytes":
             return f'b"{value}"'
         return f'"{value}"' if isinstance(value, str) else repr(value)

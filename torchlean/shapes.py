@@ -71,8 +71,9 @@ class Shape(Generic[*Dims]):
 
         Raises:
             ShapeSpecError: for a bool, float, string, ``None``, a type such as ``int``, a negative
-                int, ``Literal[-1]``, ``Literal[True]``, a ``Literal`` of several values, or an
-                unpacked tuple; the message names the argument.
+                int or one beyond ``2**63 - 1`` (numpy's and mypy's largest), ``Literal[-1]``,
+                ``Literal[True]``, a ``Literal`` of several values, or an unpacked tuple; the
+                message names the argument.
         """
         items = params if isinstance(params, tuple) else (params,)
         dims = tuple(_subscript_dimension(item) for item in items)
@@ -92,13 +93,18 @@ def _subscript_dimension(item: object) -> object:
             return item
     elif origin is Literal:
         values = typing.get_args(item)
-        if len(values) == 1 and type(values[0]) is int and values[0] >= 0:
+        if len(values) == 1 and type(values[0]) is int and 0 <= values[0] <= _LARGEST:
             return item
     elif origin is None:
         value = _integer(item)
-        if value is not None and value >= 0:
+        if value is not None and 0 <= value <= _LARGEST:
             return value
     raise ShapeSpecError(f"invalid Shape dimension {item!r}: {_EXPECTED}")
+
+
+_LARGEST = 2**63 - 1
+"""The largest dimension: numpy's axes are int64, and mypy holds no larger int literal (it reads
+``Shape[2**63]`` as ``Any``; review117 F5)."""
 
 
 def _integer(item: object) -> int | None:
@@ -115,7 +121,8 @@ def _integer(item: object) -> int | None:
         return None
 
 
-_EXPECTED = "expected a non-negative int, Literal[int], Any, a TypeVar or an unpacked TypeVarTuple"
+_EXPECTED = ("expected a non-negative int (at most 2**63 - 1), Literal[int], Any, a TypeVar or an unpacked "
+             "TypeVarTuple")
 
 
 class ShapeSpecError(TorchLeanError, TypeError):

@@ -33,7 +33,8 @@ any_batch = wrong_width  # E: Incompatible types in assignment (expression has t
 
 bad_string: Shape["a"]  # E: Invalid Shape dimension "a": expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_negative: Shape[-1]  # E: Invalid Shape dimension -1: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
-bad_float: Shape[1.5]  # E: Invalid Shape dimension (an expression that is not an int literal): expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_float: Shape[1.5]  # E: Invalid Shape dimension (not an int literal mypy holds: a float, a complex, an int beyond 2**63 - 1 or an expression): expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+too_long: Shape[9223372036854775808]  # E: Invalid Shape dimension (not an int literal mypy holds: a float, a complex, an int beyond 2**63 - 1 or an expression): expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_bool: Shape[True]  # E: Invalid Shape dimension True: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_int: Shape[int]  # E: Invalid Shape dimension int: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]

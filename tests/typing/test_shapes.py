@@ -64,6 +64,9 @@ def test_dims_of(declared: object, dims: tuple[int | None, ...]) -> None:
         np.array(3.0),  # a float array's __index__ raises TypeError: refused by name
         np.array([3]),  # an array with an axis is not a dimension
         np.array(True),  # a 0-d bool array is not the dimension 1
+        2**63,  # beyond numpy's int64 axes, and read as Any by mypy (review117 F5)
+        Literal[2**63],
+        np.uint64(2**63),
         TS,
     ],
     ids=repr,
