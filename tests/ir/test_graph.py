@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.ir import ops
 from torchlean.ir.errors import IRError
@@ -208,3 +209,17 @@ def test_bool_node_id_breaks_id_discipline() -> None:
     with pytest.raises(IRError) as info:
         graph.check_well_formed()
     assert str(info.value) == "IR graph: id discipline violated at index 1: nodes[1].id = True"
+
+
+@pytest.mark.parametrize(("dim", "fault"), [(-4, "-4 is negative"), (2.5, "2.5 is not an integer"),
+                                            (True, "True is not an integer"), ("3", "'3' is not an integer")])
+def test_a_declared_extent_that_is_not_a_natural_is_ill_formed(dim: object, fault: str) -> None:
+    """review117 F6: ``accept_graph`` printed "accepted under checked" for a graph declaring
+    ``[-4]`` or ``[2.5]``; the original's extents are naturals, so such a graph is ill-formed."""
+    graph = Graph((Node(0, (), ops.Input(), (2, dim)), Node(1, (0,), ops.Relu(), (2, 3))))
+    with pytest.raises(IRError, match=r"^IR graph: node 0: outShape extent ") as info:
+        graph.check_well_formed()
+    assert f"outShape extent {fault} (accepted: integers >= 0) (" in str(info.value)
+    with pytest.raises(IRError, match=r"outShape extent "):
+        profiles.get("checked_cpu").accept_graph(graph)
+    Graph((Node(0, (), ops.Input(), (np.int64(2), 0)),)).check_well_formed()  # numpy ints and 0 are extents

@@ -42,7 +42,12 @@ def test_check_shapes_checks_well_formedness_first() -> None:
 
 def test_negative_declared_extent_is_refused() -> None:
     graph = Graph((Node(0, (), ops.Input(), (-4,)),))
-    graph.check_well_formed()  # structure is fine; the shape is not
+    with pytest.raises(IRError) as info:  # ill-formed: the original's extents are naturals (review117 F6)
+        graph.check_well_formed()
+    assert str(info.value) == (
+        "IR graph: node 0: outShape extent -4 is negative (accepted: integers >= 0) "
+        "(Node(id=0, kind=input, parents=[], outShape=[-4]))"
+    )
     with pytest.raises(IRError) as info:
         check_shapes(graph)
     assert str(info.value) == (

@@ -354,6 +354,12 @@ class BackendProfile:
         Acceptance failures are returned in the result; planning errors (and a ``graph`` that is not
         an IR graph) raise as in :meth:`plan_graph`. Python's cyclic collector is paused during
         the call (:mod:`torchlean.backend.collector`), as in :meth:`plan_graph`.
+
+        Acceptance is of the kernels, as in the original: the graph's structure is checked
+        (:meth:`~torchlean.ir.graph.Graph.check_well_formed`, declared dimensions naturals among
+        it), not whether its declared shapes agree with its ops (``relu`` of ``[4]`` declared
+        ``[5, 5]`` is accepted); :func:`torchlean.ir.infer.check_shapes` says that, and the typed
+        graph's executor runs it before any kernel (review117 F6).
         """
         with collector_paused():
             return accept_graph_kernel_plan(self.plan_graph(graph), self.policy)

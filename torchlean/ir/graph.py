@@ -94,7 +94,14 @@ class Graph:
               parent id that is not a Python or numpy integer (a bool, float or string) gives
               ``IR graph: node i: parent id 0.5 (float) is not an integer (accepted: an int in
               0..i-1) (parents=(0.5,), kind=relu)``; an id that is not an integer gives the id
-              discipline message (``nodes[1].id = True``).
+              discipline message (``nodes[1].id = True``); checked last, a declared ``out_shape``
+              extent that is not a Python or numpy integer >= 0 (the original's extents are
+              naturals, so acceptance must not pass such a graph: review117 F6) gives ``IR graph:
+              node i: outShape extent -4 is negative (accepted: integers >= 0) (Node(...))`` or
+              ``IR graph: node i: outShape extent 2.5 is not an integer (accepted: integers >= 0)
+              (outShape=(2.5,), kind=input)``. Whether the declared shapes agree with the ops is
+              :func:`~torchlean.ir.infer.check_shapes`' to say, not this structural check's (nor
+              planning's).
         """
         for index, node in enumerate(self.nodes):
             if not isinstance(node, Node):
@@ -130,6 +137,7 @@ class Graph:
                     raise IRError(
                         f"IR graph: node {index}: parent id {parent} is not < {node.id} ({node.summary()})"
                     )
+            _check_declared_extents(index, node)
 
     def node(self, node_id: int) -> Node:
         """The node with id ``node_id``.
@@ -170,3 +178,21 @@ def require_graph(graph: object, where: str) -> Graph:
             f"Graph(nodes)), got {describe(graph)}"
         )
     return graph
+
+
+def _check_declared_extents(index: int, node: Node) -> None:
+    """Refuse a declared ``out_shape`` with an extent that is not an integer >= 0 (see
+    :meth:`Graph.check_well_formed`). ``input``/``rand_uniform`` (and part of
+    ``bernoulli_mask``/``linear``) take their shape from the declaration, so without this a
+    negative extent would pass shape checking as well."""
+    for extent in node.out_shape:
+        if not is_builtin_or_numpy_int(extent):
+            raise IRError(
+                f"IR graph: node {index}: outShape extent {extent!r} is not an integer "
+                f"(accepted: integers >= 0) (outShape={node.out_shape!r}, kind={node.kind.describe()})"
+            )
+        if extent < 0:
+            raise IRError(
+                f"IR graph: node {index}: outShape extent {extent} is negative "
+                f"(accepted: integers >= 0) ({node.summary()})"
+            )

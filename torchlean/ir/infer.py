@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node, require_graph
 from torchlean.ir.ops import (
@@ -370,9 +369,9 @@ def infer_shapes(graph: Graph) -> list[Shape]:
     """Check well-formedness, then infer every node's shape in order (``checkShapes``).
 
     Returns the inferred shapes (equal to the declared ones). Raises :class:`IRError`:
-    well-formedness messages; for each node in order, a declared extent that is not an integer
-    >= 0 (``IR graph: node i: outShape extent -4 is negative (accepted: integers >= 0)
-    (Node(...))``, or ``... extent 2.5 is not an integer ...``); node-local messages; or
+    well-formedness messages (a declared extent that is not an integer >= 0 among them: ``IR
+    graph: node i: outShape extent -4 is negative (accepted: integers >= 0) (Node(...))``, or
+    ``... extent 2.5 is not an integer ...``); for each node in order, node-local messages; or
     ``IR graph: node i: outShape mismatch: inferred=[..], declared=[..] (Node(...))``; a ``graph``
     that is not a :class:`Graph` gives ``infer_shapes: graph must be a torchlean.ir Graph ...``.
     """
@@ -380,7 +379,6 @@ def infer_shapes(graph: Graph) -> list[Shape]:
     graph.check_well_formed()
     inferred: list[Shape] = []
     for index, node in enumerate(graph.nodes):
-        _check_declared_extents(index, node)
         out = infer_node_shape(node, [inferred[p] for p in node.parents])
         if out != node.out_shape:
             raise IRError(
@@ -389,25 +387,6 @@ def infer_shapes(graph: Graph) -> list[Shape]:
             )
         inferred.append(out)
     return inferred
-
-
-def _check_declared_extents(index: int, node: Node) -> None:
-    """Refuse a declared ``out_shape`` with an extent that is not an integer >= 0.
-
-    ``input``/``rand_uniform`` (and part of ``bernoulli_mask``/``linear``) take their shape from
-    the declaration, so without this a negative extent would pass shape checking.
-    """
-    for extent in node.out_shape:
-        if not is_builtin_or_numpy_int(extent):
-            raise IRError(
-                f"IR graph: node {index}: outShape extent {extent!r} is not an integer "
-                f"(accepted: integers >= 0) (outShape={node.out_shape!r}, kind={node.kind.describe()})"
-            )
-        if extent < 0:
-            raise IRError(
-                f"IR graph: node {index}: outShape extent {extent} is negative "
-                f"(accepted: integers >= 0) ({node.summary()})"
-            )
 
 
 def check_shapes(graph: Graph) -> None:
