@@ -670,15 +670,24 @@ class Checkpoint:
                     f"{setting!r} differ (one of them was edited): a checkpoint records one {name}, which "
                     f"predict and --resume both run under"
                 )
-        for name, parse in (("model", _known(MODELS)), ("hidden", _positive_int), ("dropout", _dropout),
-                            ("dtype", _known(("float32", "float64")))):
+        model = (("model", "model", _known(MODELS)), ("hidden", "hidden", _positive_int),
+                 ("dropout", "dropout", _dropout), ("dtype", "dtype", _known(("float32", "float64"))))
+        self._refuse_edited_settings(model, "one model, which predict rebuilds and --resume trains on")
+
+    def _refuse_edited_settings(
+        self, pairs: tuple[tuple[str, str, Callable[[str], object]], ...], records: str
+    ) -> None:
+        """Refuse a training setting (``pairs``: its name, the field it must equal and its parser,
+        which gives None for a value its option does not take) that parses to another value than
+        the field: ``... differ (one of them was edited): a checkpoint records <records>``."""
+        assert self.training is not None
+        for name, field, parse in pairs:
             setting = self.training.settings.get(name)
             value = parse(setting) if isinstance(setting, str) else None
-            if value is not None and value != getattr(self, name):
+            if value is not None and value != getattr(self, field):
                 raise CheckpointError(
-                    f"the checkpoint's {name} {getattr(self, name)!r} and its training settings' {name} "
-                    f"{setting!r} differ (one of them was edited): a checkpoint records one model, which "
-                    "predict rebuilds and --resume trains on"
+                    f"the checkpoint's {field} {getattr(self, field)!r} and its training settings' {name} "
+                    f"{setting!r} differ (one of them was edited): a checkpoint records {records}"
                 )
 
     def _check_split_agrees(self) -> None:
@@ -690,16 +699,9 @@ class Checkpoint:
         parser, which names the option."""
         if self.training is None:
             return
-        pairs = (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction))
-        for name, field, parse in pairs:
-            setting = self.training.settings.get(name)
-            value = parse(setting) if isinstance(setting, str) else None
-            if value is not None and value != getattr(self, field):
-                raise CheckpointError(
-                    f"the checkpoint's {field} {getattr(self, field)!r} and its training settings' {name} "
-                    f"{setting!r} differ (one of them was edited): a checkpoint records one train/test "
-                    "split, which predict --split scores and --resume trains on"
-                )
+        split = (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction))
+        self._refuse_edited_settings(split, "one train/test split, which predict --split scores and --resume "
+                                     "trains on")
 
     def _check_test_fraction(self) -> None:
         """Refuse a ``test_fraction`` that is not a float in ``(0, 1)``, or is not the default with
