@@ -143,7 +143,10 @@ class Dataset:
     review86 F1), and ``torchlean train`` measures ``test_mse`` (``val_mse``) against them.
 
     ``constant_note`` names the feature columns (and a regression target) that are constant in
-    the part trained on: they carry no information, and are scaled with scale 1 (as scikit-learn's
+    the part trained on (their values all equal: values that differ by so little that float64
+    computes their deviation as 0 or subnormal, below about 1.49e-154, are refused by
+    :func:`load`, asking to rescale the column, not called constant: review115 F3): they carry no
+    information, and are scaled with scale 1 (as scikit-learn's
     ``StandardScaler`` scales a zero-variance column), so they standardise to 0 up to the rounding
     of their mean (scikit-learn's mean of a constant column of large values, 12345678901.234567,
     is a few ulps off it, so they standardise to about -3e-5: review91 F4); ``""`` when none
@@ -345,7 +348,8 @@ def load(
             a ``label_column`` name the header repeats (naming its columns), bad ``header``,
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
-            a column whose standardisation overflows (column named); ``label_column``,
+            a column whose standardisation overflows, or whose values are not all equal but
+            whose standard deviation underflows (below about 1.49e-154) (column named); ``label_column``,
             ``header``, ``task`` or ``delimiter`` given for a shipped dataset; a bad
             ``val_fraction`` or a validation split it cannot make (:func:`validation_rows`); a
             ``delimiter`` that :func:`read_csv` refuses (naming it, why, and those accepted).
@@ -515,7 +519,9 @@ def _split(
             a classification train split holding a single class; a feature whose train-split mean
             or standard deviation is not finite in float64, or whose standardised values are not
             finite in ``dtype``; a regression target whose train-split mean or standard deviation
-            is not finite in float64 (``torchlean train`` standardises it); a bad
+            is not finite in float64 (``torchlean train`` standardises it); a feature or regression
+            target whose train-split values are not all equal but whose standard deviation is
+            below about 1.49e-154, where float64 computes it as 0 or subnormal; a bad
             ``val_fraction`` or a validation split it cannot make.
     """
     from sklearn.preprocessing import StandardScaler
@@ -617,7 +623,9 @@ def _check_statistics(
     source: str, columns: Sequence[str], values: Array, mean: Array, std: Array, what: str
 ) -> None:
     """Refuse the first column whose train-split ``mean`` or ``std`` (float64, one per column of
-    ``values``, the train rows) is not finite: standardising it would give NaN or infinity.
+    ``values``, the train rows) is not finite: standardising it would give NaN or infinity; then
+    the first whose values are not all equal but whose ``std`` is below ``2**-511`` (about
+    1.49e-154, the square root of float64's smallest normal number, :func:`_check_underflow`).
 
     scikit-learn's ``StandardScaler`` and ``np.std`` sum the squared deviations from the mean
     before dividing by the row count ``n``, so the deviation is infinite from
@@ -626,10 +634,12 @@ def _check_statistics(
     (review88 F6: it said "standard deviation inf" and accepted "a finite standard deviation").
 
     Raises:
-        DataError: naming ``source``, the column, both statistics and the limit.
+        DataError: naming ``source``, the column, both statistics and the limit; or, from
+            :func:`_check_underflow`, the column, its range, its true deviation and that limit.
     """
     bad = ~(np.isfinite(mean) & np.isfinite(std))
     if not bad.any():
+        _check_underflow(source, columns, values, std, what)
         return
     j = int(np.argmax(bad))
     rows = len(values)
@@ -651,6 +661,40 @@ def _check_statistics(
         f"deviations whose sum does too: a standard deviation below {_shown_against(limit, true_std)} for "
         f"{rows} train rows; rescale the column)"
     )
+
+
+def _check_underflow(source: str, columns: Sequence[str], values: Array, std: Array, what: str) -> None:
+    """Refuse the first column whose train-split values (``values``, one column each) are not all
+    equal but whose ``std`` (float64, as scikit-learn's ``StandardScaler`` and ``np.std`` compute
+    it) is below ``2**-511``, about 1.49e-154: its squared deviations from the mean then sum below
+    float64's smallest normal number, to a subnormal holding few bits or to 0, which would make
+    the column "constant" and scale it with scale 1 (values near 1e-170, which decide the label,
+    were dropped in effect and called constant: review115 F3). A column whose values are all equal
+    passes (it is constant, and :func:`_split` notes it). The message gives the column's true
+    deviation, computed on the values divided by their largest magnitude.
+
+    Raises:
+        DataError: naming ``source``, the column, its range, its true deviation and the limit, and
+            asking to rescale the column.
+    """
+    limit = math.sqrt(float(np.finfo(np.float64).tiny))  # 2**-511: exact, as tiny is 2**-1022
+    for j in np.flatnonzero(std < limit):
+        column = np.asarray(values[:, j], dtype=np.float64)
+        low, high = float(np.min(column)), float(np.max(column))
+        if low == high:  # constant: noted, scaled with scale 1
+            continue
+        largest = max(abs(low), abs(high))  # positive: the values are not all equal
+        true_std = largest * float(np.std(column / largest))
+        computed = ("0, as for a column whose values are all equal" if std[j] == 0.0
+                    else f"{float(std[j]):.6g}, from a subnormal variance holding too few bits")
+        raise DataError(
+            f"{source}: {what} {display_name(columns[int(j)])}: standardising it underflows float64: the "
+            f"train split's values are not all equal (they range from {low:.6g} to {high:.6g}) and their "
+            f"standard deviation is {_shown_against(true_std, limit)}, but their squared deviations from "
+            f"the mean sum below float64's smallest normal number, so it computes as {computed} "
+            f"(accepted: a standard deviation of at least {_shown_against(limit, true_std)}, or values "
+            "all equal, a constant column; rescale the column)"
+        )
 
 
 def _shown_against(value: float, other: float) -> str:

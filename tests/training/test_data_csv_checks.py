@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.preprocessing import StandardScaler
 
 from torchlean import data
 from torchlean.cli import main
@@ -388,3 +389,140 @@ def test_a_deviation_just_over_the_limit_is_shown_with_the_digits_that_tell_them
     assert _shown_against(over, limit) != _shown_against(limit, over)
     assert float(_shown_against(over, limit)) > float(_shown_against(limit, over))
     assert _shown_against(2.5, 1e9) == "2.5" and _shown_against(0.0, 0.0) == "0"
+
+
+# ------------------------------------------------------------------------------ underflowing deviations
+
+UNDERFLOW_LIMIT = math.sqrt(float(np.finfo(np.float64).tiny))  # 2**-511, about 1.49167e-154
+
+
+def _tiny_column_file(
+    tmp_path: Path, factor: float, name: str = "tiny.csv"
+) -> tuple[Path, np.ndarray, np.ndarray]:
+    """review115 F3's repro: 60 rows, feature a (times ``factor``) alone decides the label. Returns
+    the path and the unscaled column a and labels, for the oracle."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(60, 3))
+    y = (x[:, 0] > 0).astype(int)
+    path = _write(tmp_path, "a,b,c,y\n" + "".join(
+        f"{float(p * factor)!r},{float(q)!r},{float(s)!r},{label}\n"
+        for (p, q, s), label in zip(x, y, strict=True)
+    ), name)
+    return path, x[:, 0] * factor, y
+
+
+def _train_column(column: np.ndarray, y: np.ndarray, task: str) -> np.ndarray:
+    """The train split's values of ``column`` by scikit-learn's ``train_test_split`` (seed 0, 0.2)."""
+    from sklearn.model_selection import train_test_split
+
+    train, _ = train_test_split(np.arange(len(y)), test_size=0.2, random_state=0,
+                                stratify=y if task == "classification" else None)
+    return column[np.sort(train)]
+
+
+@pytest.mark.parametrize("factor, computed", [
+    (1e-170, "0, as for a column whose values are all equal"),
+    (1e-160, None),  # a subnormal variance: its square root is shown as computed
+])
+def test_a_feature_whose_deviation_underflows_is_refused_not_called_constant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], factor: float, computed: str | None
+) -> None:
+    """review115 F3: values ~1e-170, not all equal, which alone decide the label, were noted as
+    "constant" and scaled with scale 1 (dropped in effect): their squared deviations underflow.
+    They are refused, naming the true deviation (by hand: the column divided by its largest
+    magnitude, whose squares do not underflow), the values' range and the limit 2**-511."""
+    path, column, y = _tiny_column_file(tmp_path, factor)
+    train = _train_column(column, y, "classification")
+    largest = float(np.max(np.abs(train)))
+    true_std = largest * float(np.std(train / largest))
+    if computed is None:
+        sklearn_std = float(np.sqrt(StandardScaler().fit(train[:, None]).var_[0]))
+        assert 0 < sklearn_std**2 < np.finfo(np.float64).tiny  # subnormal indeed
+        computed = f"{sklearn_std:.6g}, from a subnormal variance holding too few bits"
+    expected = (
+        f"{path}: feature column a: standardising it underflows float64: the train split's values are not "
+        f"all equal (they range from {train.min():.6g} to {train.max():.6g}) and their standard deviation is "
+        f"{true_std:.6g}, but their squared deviations from the mean sum below float64's smallest normal "
+        f"number, so it computes as {computed} (accepted: a standard deviation of at least 1.49167e-154, or "
+        "values all equal, a constant column; rescale the column)"
+    )
+    with pytest.raises(DataError) as info:
+        _load(path)
+    assert str(info.value) == expected
+    assert main(["train", "--dataset", str(path), "--epochs", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"error: {expected}\n")
+    # the way out offered holds: the column rescaled loads, with its deviation as the scale
+    rescaled, column, _ = _tiny_column_file(tmp_path, 1.0, "rescaled.csv")
+    assert _load(rescaled).feature_scale[0] == pytest.approx(true_std / factor, rel=1e-12)
+    assert "constant" not in " ".join(_load(rescaled).notes)
+
+
+def test_a_regression_target_whose_deviation_underflows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review115 F3: a regression target ~1e-300 was "constant" (scale 1) and trained to nothing."""
+    rng = np.random.default_rng(5)
+    a, target = rng.normal(size=60), rng.normal(size=60) * 1e-300
+    path = _write(tmp_path, "a,y\n" + "".join(
+        f"{float(p)!r},{float(t)!r}\n" for p, t in zip(a, target, strict=True)
+    ))
+    train = _train_column(target, target, "regression")
+    largest = float(np.max(np.abs(train)))
+    with pytest.raises(DataError) as info:
+        _load(path, task="regression")
+    assert str(info.value) == (
+        f"{path}: label column y: standardising it underflows float64: the train split's values are not all "
+        f"equal (they range from {train.min():.6g} to {train.max():.6g}) and their standard deviation is "
+        f"{largest * float(np.std(train / largest)):.6g}, but their squared deviations from the mean sum "
+        "below float64's smallest normal number, so it computes as 0, as for a column whose values are all "
+        "equal (accepted: a standard deviation of at least 1.49167e-154, or values all equal, a constant "
+        "column; rescale the column)"
+    )
+    assert main(["train", "--dataset", str(path), "--task", "regression", "--epochs", "1"]) == 2
+    assert capsys.readouterr().err == f"error: {info.value}\n"
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+def test_the_stated_underflow_limit_is_the_one_enforced(tmp_path: Path, factor: float) -> None:
+    """Values +-d around 0 have a deviation a little under d (the train split's signs are not quite
+    balanced): 1.1 times 2**-511 loads, with that scale, for a feature and a target; 0.9 times is
+    refused, naming the deviation (by hand, on the train rows divided by d) and the limit."""
+    d = factor * UNDERFLOW_LIMIT
+    def true_std(signs: np.ndarray) -> float:  # the target is a quantity: an unstratified split
+        return d * float(np.std(_train_column(signs, signs, "regression")))
+    feature = true_std(np.array([(-1.0) ** i for i in range(50)]))
+    target = true_std(np.array([(-1.0) ** (i // 2) for i in range(50)]))
+    assert 0.98 * d < min(feature, target) and max(feature, target) <= d
+    if factor > 1:
+        assert min(feature, target) > UNDERFLOW_LIMIT
+    else:
+        assert max(feature, target) < UNDERFLOW_LIMIT
+    text = "a,b,y\n" + "".join(f"{(-1) ** i * d!r},{i % 7},{(-1) ** (i // 2) * d!r}\n" for i in range(50))
+    path = _write(tmp_path, text)
+    only_target = _write(tmp_path, text.replace(f"{d!r},", "1.0,").replace(f"{-d!r},", "2.0,"), "target.csv")
+    if factor > 1:
+        loaded = _load(path, dtype=np.float64)
+        assert loaded.feature_scale[0] == pytest.approx(feature, rel=1e-12)
+        assert loaded.target_statistics()[1] == pytest.approx(target, rel=1e-12)
+        assert _load(only_target, dtype=np.float64).target_statistics()[1] == loaded.target_statistics()[1]
+        return
+    for file, what, true in ((path, "feature column a", feature), (only_target, "label column y", target)):
+        with pytest.raises(DataError) as info:
+            _load(file, dtype=np.float64)
+        message = str(info.value)
+        assert message.startswith(f"{file}: {what}: standardising it underflows float64: "), message
+        assert f"their standard deviation is {true:.6g}, " in message
+        assert message.endswith("(accepted: a standard deviation of at least 1.49167e-154, or values all "
+                                 "equal, a constant column; rescale the column)")
+
+
+def test_a_truly_constant_tiny_column_keeps_its_note(tmp_path: Path) -> None:
+    """Values all equal (1e-170 in every row) are constant: noted and scaled with scale 1, as before."""
+    path = _write(tmp_path, "a,k,y\n" + "".join(f"{i * 0.5},1e-170,{i % 2}\n" for i in range(20)))
+    loaded = _load(path)
+    assert loaded.feature_scale[1] == 1.0
+    assert loaded.constant_note == (
+        f"{path}: column k is constant in the rows trained on, so it carries no information (scaled with "
+        "scale 1, as scikit-learn's StandardScaler scales a zero-variance column)"
+    )
