@@ -20,6 +20,7 @@ from cli_runs import arrays, cli, metadata, ok
 
 from torchlean import checkpoint
 from torchlean.checkpoint import CheckpointError, TrainingState
+from torchlean.cli import _resume as resume
 from torchlean.cli import main
 from torchlean.trainer import Trainer
 
@@ -534,8 +535,13 @@ def test_files_that_are_not_checkpoints_are_refused_without_a_traceback(capsys, 
     assert saved.stat().st_size > 300  # untouched
 
 
+NULL = object()
+"""A setting's value for :func:`rewrite_training` that records JSON ``null`` (an option not given)."""
+
+
 def rewrite_training(source: Path, target: Path, **changes: Any) -> Path:
-    """``source`` with its training metadata's settings changed (``None`` removes one)."""
+    """``source`` with its training metadata's settings changed (``None`` removes one, :data:`NULL`
+    records it as not given)."""
     with np.load(source, allow_pickle=False) as archive:
         entries = {name: archive[name] for name in archive.files}
     meta = json.loads(str(entries["metadata"]))
@@ -543,7 +549,7 @@ def rewrite_training(source: Path, target: Path, **changes: Any) -> Path:
         if value is None:
             del meta["training"]["settings"][name]
         else:
-            meta["training"]["settings"][name] = value
+            meta["training"]["settings"][name] = None if value is NULL else value
     entries["metadata"] = np.array(json.dumps(meta))
     with target.open("wb") as handle:
         np.savez(handle, **entries)
@@ -594,16 +600,62 @@ def test_recorded_settings_are_read_by_the_options_own_rules(capsys, saved, tmp_
     predicted = tmp_path / "p.csv"
     code, _, err = cli(capsys, "predict", str(built), "--dataset", "iris", "--output", str(predicted))
     assert code == 0, err
-    # an option the checkpoint does not record (newer than it) takes its default
-    older = rewrite_training(saved, tmp_path / "older.npz", label_smoothing=None, dropout=None, freeze=None)
+    # an option the checkpoint does not record (newer than it) takes its default (review115 F4:
+    # --label-smoothing, deleted here before, is one every checkpoint records: see below)
+    older = rewrite_training(saved, tmp_path / "older.npz", max_grad_value=None, dropout=None, freeze=None)
     ok(capsys, "--resume", str(older), "--epochs", "4")
+
+
+NEWER_THAN_RESUME = (
+    "delimiter", "dropout", "freeze", "max_grad_value", "min_delta", "monitor", "test_fraction",
+)
+"""The settings of options added after --resume first recorded settings (commit ba0d55c, whose
+train parser had the 24 others): checkpoints written before them lack them legitimately."""
+
+
+def test_settings_every_checkpoint_records_are_required_the_newer_ones_default(capsys, tmp_path):
+    """review115 F4: with ``lr`` deleted from a run saved with --lr 0.02, --resume showed the default
+    0.005 in its header while the optimizer state trained at 0.02. A setting every checkpoint
+    --save wrote records (the options --resume first recorded) is refused when missing, each
+    named; the options added since take their defaults, as in a checkpoint older than them, and
+    such a run resumes bit for bit as the intact one."""
+    saved = tmp_path / "lr02.npz"
+    ok(capsys, *SMALL, "--epochs", "2", "--lr", "0.02", "--save", str(saved))
+    deleted = rewrite_training(saved, tmp_path / "del.npz", lr=None)
+    assert refused(capsys, "--resume", str(deleted), "--epochs", "3") == (
+        f"checkpoint {deleted}: its training settings lack --lr, which every torchlean train --save records "
+        "(given or not), so the run's settings are not known (a checkpoint edited by hand?): --resume cannot "
+        "continue it; train a new run (torchlean predict still reads it)"
+    )
+    recorded = set(metadata(saved)["training"]["settings"]) - {"data_sha256"}
+    assert recorded - set(NEWER_THAN_RESUME) == resume.ALWAYS_RECORDED
+    assert set(NEWER_THAN_RESUME) < recorded and len(resume.ALWAYS_RECORDED) == 24
+    for dest in sorted(resume.ALWAYS_RECORDED):
+        edited = rewrite_training(saved, tmp_path / f"{dest}.npz", **{dest: None})
+        option = "--header/--no-header" if dest == "header" else f"--{dest.replace('_', '-')}"
+        assert f"its training settings lack {option}, which every" in refused(
+            capsys, "--resume", str(edited), "--epochs", "3"), dest
+    several = rewrite_training(saved, tmp_path / "several.npz", seed=None, lr=None, batch_size=None)
+    assert refused(capsys, "--resume", str(several), "--epochs", "3").startswith(  # in --help's order
+        f"checkpoint {several}: its training settings lack --batch-size, --lr, --seed, which every")
+    predicted = tmp_path / "p.csv"
+    code, _, err = cli(capsys, "predict", str(deleted), "--dataset", "iris", "--output", str(predicted))
+    assert code == 0, err
+    # the options newer than --resume, all missing at once: their defaults, the intact run's values
+    older = rewrite_training(saved, tmp_path / "older.npz", **dict.fromkeys(NEWER_THAN_RESUME))
+    intact, resumed = tmp_path / "intact.npz", tmp_path / "resumed.npz"
+    lines = ok(capsys, "--resume", str(older), "--epochs", "3", "--save", str(resumed))
+    assert "optimizer=optim.adam(lr=0.02," in lines[1]
+    assert ok(capsys, "--resume", str(saved), "--epochs", "3", "--save", str(intact))[1] == lines[1]
+    for name, value in arrays(intact).items():
+        np.testing.assert_array_equal(arrays(resumed)[name], value, err_msg=name)
 
 
 def test_a_mismatched_optimizer_state_is_refused(capsys, saved, tmp_path):
     # a hand edit of the settings: sgd and plain adam keep buffers of the same names and shapes,
     # told apart by the state's kind entry; AMSGrad's third buffer is missing from it too
-    for amsgrad in (None, True):
-        adam = rewrite_training(saved, tmp_path / "adam.npz", optimizer="adam", momentum=None,
+    for amsgrad in (False, True):  # an adam run records momentum as not given (null)
+        adam = rewrite_training(saved, tmp_path / "adam.npz", optimizer="adam", momentum=NULL,
                                 amsgrad=amsgrad)
         assert refused(capsys, "--resume", str(adam), "--epochs", "4") == (
             f"checkpoint {adam}: optimizer: state was saved from optimizer 'sgd', this one is 'adam' "
@@ -733,7 +785,7 @@ def test_a_run_saved_before_the_2_53_task_rule_resumes_and_predicts_with_its_rec
     saved, whole = tmp_path / "given.npz", tmp_path / "whole.npz"
     ok(capsys, *argv, "--task", "classification", "--epochs", "2", "--save", str(saved))
     ok(capsys, *argv, "--task", "classification", "--epochs", "3", "--save", str(whole))
-    older = rewrite_training(saved, tmp_path / "older.npz", task=None)
+    older = rewrite_training(saved, tmp_path / "older.npz", task=NULL)  # recorded as not given
     assert metadata(older)["task"] == "classification"
     resumed = tmp_path / "resumed.npz"
     lines = ok(capsys, "--resume", str(older), "--epochs", "3", "--save", str(resumed))

@@ -25,8 +25,10 @@ total, so for them a resumed run keeps the checkpoint's total: another ``N`` wou
 rates of the remaining epochs (and not of those already run), a run no uninterrupted one equals.
 
 A setting the checkpoint lacks takes the option's default (an option newer than the
-checkpoint: ``--test-fraction`` 0.2, the split of a run saved before that option); one this
-torchlean does not know is refused. The trainer session's random counter
+checkpoint: ``--test-fraction`` 0.2, the split of a run saved before that option), unless every
+checkpoint ``--save`` has written records it (:data:`ALWAYS_RECORDED`: ``--lr``, ``--seed``, ...),
+which a hand edit removed: that is refused, as is a setting this torchlean does not know. The
+trainer session's random counter
 (:attr:`Trainer.random_counter <torchlean.trainer.Trainer.random_counter>`: the dropout masks
 drawn so far, ``--dropout``) is part of the state and restored, so a resumed run draws the masks
 the uninterrupted one draws (validation and the test metric draw none).
@@ -79,9 +81,9 @@ from torchlean.trainer import ExecutionMode, Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
 __all__ = [
-    "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal", "interruptible",
-    "label_conflict", "label_option", "moved_label", "not_found_advice", "prepare", "recorded_as", "register",
-    "setting_refusal",
+    "ALWAYS_RECORDED", "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal",
+    "interruptible", "label_conflict", "label_option", "moved_label", "not_found_advice", "prepare",
+    "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -101,6 +103,19 @@ _CLI_LABEL_HINT = re.compile(
 """That hint as :func:`torchlean.cli._spelling.cli_spelling` spells it for the command line."""
 DIGEST = "data_sha256"
 """The settings entry of a checkpoint that holds its run's :func:`data_digest`."""
+ALWAYS_RECORDED = frozenset({
+    "amsgrad", "batch_size", "centered", "dataset", "dtype", "early_stopping", "execution", "header",
+    "hidden", "label_column", "label_smoothing", "lr", "lr_schedule", "max_grad_norm", "model", "momentum",
+    "nesterov", "no_decay", "optimizer", "profile", "seed", "task", "val_fraction", "weight_decay",
+})
+"""The settings every checkpoint ``torchlean train --save`` has written holds: the options of the
+release that first recorded settings (``--resume``'s), each kept in every release since, each
+recorded whether given or not (``None`` when not given and without a default). A checkpoint whose
+settings lack one was edited by hand, and is refused: taking the option's default would show that
+default in the run's header while the optimizer state trains at the recorded rate (review115 F4:
+``lr`` deleted). Options added later (``--delimiter``, ``--dropout``, ``--freeze``,
+``--max-grad-value``, ``--min-delta``, ``--monitor``, ``--test-fraction``, and any new one) are
+absent from the files written before them, which take their defaults: never add to this set."""
 _ANNEALING = ("cosine", "warmup_cosine")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 
@@ -391,7 +406,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
         TorchLeanError: a checkpoint without training state, or whose training state has no
             settings (built in Python); a setting it records that this
-            torchlean does not know or refuses; options given that differ from the checkpoint's
+            torchlean does not know or refuses; settings lacking one of :data:`ALWAYS_RECORDED`
+            (a hand edit; a setting newer than the checkpoint takes its default); options given
+            that differ from the checkpoint's
             (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; not
             ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`check_data`'s data digest
             checks; an option
@@ -435,6 +452,14 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         raise TorchLeanError(
             f"checkpoint {shown} records settings this torchlean does not know: {', '.join(unknown)} "
             "(written by a newer torchlean?)"
+        )
+    missing = sorted((ALWAYS_RECORDED & set(actions)) - set(recorded), key=list(actions).index)
+    if missing:  # review115 F4: not an older file, whose missing options take their defaults below
+        names = ", ".join(_option(actions[dest]) for dest in missing)
+        raise TorchLeanError(
+            f"checkpoint {shown}: its training settings lack {names}, which every torchlean train --save "
+            "records (given or not), so the run's settings are not known (a checkpoint edited by hand?): "
+            "--resume cannot continue it; train a new run (torchlean predict still reads it)"
         )
     for dest, action in actions.items():
         if dest not in recorded:  # an option newer than the checkpoint: its default
