@@ -143,7 +143,9 @@ def _labels(
             first non-number named, and how many are numbers: a missing value, or class names?),
             or a label written with a decimal comma under another ``delimiter`` than the comma
             (``not a number: '1,5' (decimal commas are not read: write 1.5)``: not read as a
-            class name unless ``task='classification'``); a
+            class name unless ``task='classification'``); with ``task='regression'``, labels
+            none of which is a number, two or more distinct (class names: the first named, and
+            ``task='classification'``); a
             regression label that is not a finite float64 number (as a feature cell,
             :func:`_number`: targets are kept and standardised in float64, review86 F1), a
             blank classification label (``line 2, column y: not a class label: ''``, as a blank
@@ -183,6 +185,16 @@ def _labels(
         _refuse_merged_ids(file, column, [labels[r] for r in filled])
     if task is None and not inferred and len(filled) >= 3 and len(set(labels)) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
+    text_names = {labels[r] for r in text}
+    if task == "regression" and comma is None and len(text) == len(filled) and len(text_names) > 1:
+        # review115 F6: class names under task='regression' were a bare "not a number"
+        raise DataError(
+            f"{file}: line {_line(first_line, text[0])}, column {display_name(column)}: "
+            f"{_not_a_number(cells[text[0]], delimiter, missing=False)}: task regression (CLI: --task "
+            f"regression) needs a number in each label, and this column holds class names "
+            f"({len(text_names)} distinct, none a number); to classify them, pass "
+            "task='classification' (CLI: --task classification)"
+        )
     if task == "regression" or inferred:
         targets_read = targets(file, column, cells, np.float64, first_line=first_line, delimiter=delimiter)
         return targets_read, (), "regression"

@@ -112,3 +112,34 @@ def test_notes_name_the_cli_option_first(capsys: pytest.CaptureFixture[str], tmp
     # the same note in Python keeps the argument
     (in_python,) = data.load(path).notes
     assert in_python.endswith("pass task='regression' (CLI: --task regression) if they are a quantity")
+
+
+def test_task_regression_on_class_names_names_the_option_and_the_classes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review115 F6: ``--task regression`` on a column of class names said only ``not a number:
+    'lo'``. It says that the option needs numbers and that the column holds class names, and
+    names the way out, each in the caller's spelling; the first label (line 2) is the one named."""
+    path = _csv(tmp_path / "three.csv", ["lo", "mid", "hi"] * 10)
+    with pytest.raises(data.DataError) as caught:
+        data.load(path, task="regression")
+    assert str(caught.value) == (
+        f"{path}: line 2, column y: not a number: 'lo': task regression (CLI: --task regression) needs a "
+        "number in each label, and this column holds class names (3 distinct, none a number); to classify "
+        "them, pass task='classification' (CLI: --task classification)"
+    )
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--task", "regression", "--epochs", "1")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2, column y: not a number: 'lo': --task regression needs a number in each "
+        "label, and this column holds class names (3 distinct, none a number); to classify them, pass "
+        "--task classification\n"
+    )
+    assert data.load(path, task="classification").class_names == ("hi", "lo", "mid")  # the way out holds
+    # not class names: a number among the labels (a missing value), or one text label throughout,
+    # keep the cell's own message
+    for labels, cell in ((["1.5", "NA", "2.5"] * 10, "'NA'"), (["x"] * 30, "'x'")):
+        other = _csv(tmp_path / "other.csv", labels)
+        with pytest.raises(data.DataError) as caught:
+            data.load(other, task="regression")
+        assert f"not a number: {cell}" in str(caught.value) and "class names" not in str(caught.value)
