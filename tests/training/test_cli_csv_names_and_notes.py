@@ -379,6 +379,32 @@ def test_swapped_predict_arguments_name_the_order(
     )
 
 
+def test_a_csv_file_given_as_the_checkpoint_is_named_by_inspect_and_resume_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path
+) -> None:
+    """review115 F6: ``train --resume DATA.csv`` and ``inspect DATA.csv`` gave the reader's error
+    alone (``not a numpy .npz archive (not a zip file)``); they say what the file is, as predict
+    does, and what the command takes there. A file that is neither gets the reader's error."""
+    reader = f"{intlab}: not a numpy .npz archive (not a zip file)"
+    assert _refused(capsys, "train", "--resume", str(intlab)) == (
+        f"{reader}: --resume {intlab} is a CSV text file, not a checkpoint (--resume takes the checkpoint a "
+        "run's --save wrote; the data go in --dataset DATA)"
+    )
+    assert _refused(capsys, "train", "--dataset", str(intlab), "--resume", str(intlab), "--epochs", "2") == (
+        f"{reader}: --resume {intlab} is a CSV text file, not a checkpoint (--resume takes the checkpoint a "
+        "run's --save wrote; the data go in --dataset DATA)"
+    )
+    for extra in ((), ("--dataset", str(intlab))):
+        assert _refused(capsys, "inspect", str(intlab), *extra) == (
+            f"{reader}: CHECKPOINT {intlab} is a CSV text file, not a checkpoint (the order is inspect "
+            "CHECKPOINT [--dataset DATA], CHECKPOINT a file written by torchlean train --save)"
+        )
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(bytes(range(256)))
+    for argv in (("train", "--resume", str(binary)), ("inspect", str(binary))):
+        assert _refused(capsys, *argv) == f"{binary}: not a numpy .npz archive (not a zip file)"
+
+
 def test_the_swapped_arguments_hint_keeps_the_other_options(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, intlab: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

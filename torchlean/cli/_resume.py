@@ -72,6 +72,7 @@ from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_NEITHER, FLOAT64_PARTLY
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
+from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._spelling import cli_spelling
@@ -404,8 +405,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
 
     Raises:
         CheckpointError: the file is not a readable checkpoint (naming it and why).
-        TorchLeanError: a checkpoint without training state, or whose training state has no
-            settings (built in Python); a setting it records that this
+        TorchLeanError: the file is not a checkpoint but a CSV file (saying so,
+            :func:`torchlean.cli._checkpoint_input.load`); a checkpoint without training state, or
+            whose training state has no settings (built in Python); a setting it records that this
             torchlean does not know or refuses; settings lacking one of :data:`ALWAYS_RECORDED`
             (a hand edit; a setting newer than the checkpoint takes its default); options given
             that differ from the checkpoint's
@@ -425,7 +427,9 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
         return None
     parser: argparse.ArgumentParser = getattr(args, _PARSER)
     check_distinct([("--report-json", args.report_json)], [("the checkpoint --resume", path)])
-    saved = checkpoint.load(path)
+    saved = checkpoint_input.load(  # review115 F6: a CSV file given as the checkpoint says so
+        path, "--resume", "--resume takes the checkpoint a run's --save wrote; the data go in --dataset DATA"
+    )
     training = saved.training
     shown = shown_path(path)
     if training is None:

@@ -51,6 +51,7 @@ from typing import Any
 
 from torchlean import _csv, _delimiter, checkpoint, data, provenance
 from torchlean.backend.errors import TorchLeanError
+from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli import _resume
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._output import (
@@ -401,7 +402,8 @@ def run(args: argparse.Namespace) -> int:
     exit status 2).
 
     Raises:
-        torchlean.TorchLeanError: the checkpoint cannot be read, ``--report-json`` names the checkpoint or
+        torchlean.TorchLeanError: the checkpoint cannot be read (a CSV file given as the checkpoint says
+            so: ``... is a CSV text file, not a checkpoint``), ``--report-json`` names the checkpoint or
             cannot be written, ``--dataset`` names an unknown dataset.
     """
     inputs = [("the checkpoint", args.checkpoint)]
@@ -419,7 +421,11 @@ def run(args: argparse.Namespace) -> int:
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)  # before report_beside
-    saved = checkpoint.load(args.checkpoint)
+    saved = checkpoint_input.load(  # review115 F6: a CSV file given as the checkpoint says so
+        args.checkpoint, "CHECKPOINT",
+        "the order is inspect CHECKPOINT [--dataset DATA], CHECKPOINT a file written by torchlean train "
+        "--save",
+    )
     if args.dataset is not None and not shipped:
         _csv.check_file(args.dataset)  # review64 F2: a missing file is an error, as for predict
     record = facts(args.checkpoint, saved, args.dataset, args.delimiter)

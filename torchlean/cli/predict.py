@@ -140,6 +140,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
+from torchlean.cli._checkpoint_input import csv_refusal
 from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     STDOUT,
@@ -1035,12 +1036,13 @@ def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
         swapped = _swapped_clause(args, args.checkpoint)
         if swapped:
             raise TorchLeanError(f"{error}{swapped}") from None
-        if _is_csv(args.checkpoint):  # predict DATA.csv --dataset DATA.csv (review63 F5)
-            raise TorchLeanError(
-                f"{error}: CHECKPOINT {shown_path(args.checkpoint)} is a CSV text file, not a checkpoint "
-                "(the order is predict CHECKPOINT --dataset DATA, CHECKPOINT a file written by torchlean "
-                "train --save)"
-            ) from None
+        refusal = csv_refusal(  # predict DATA.csv --dataset DATA.csv (review63 F5)
+            error, args.checkpoint, "CHECKPOINT",
+            "the order is predict CHECKPOINT --dataset DATA, CHECKPOINT a file written by torchlean train "
+            "--save",
+        )
+        if refusal is not None:
+            raise refusal from None
         raise
 
 
@@ -1104,14 +1106,6 @@ def _swapped_command(argv: list[str] | None, checkpoint_text: str, dataset_text:
         return plain
     words[position] = dataset_text
     return shlex.join(words)
-
-
-def _is_csv(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` reads as a CSV file of two or more columns (:func:`torchlean.data.read_csv`)."""
-    try:
-        return len(data.read_csv(path).names) >= 2
-    except TorchLeanError:
-        return False
 
 
 def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str) -> str:
