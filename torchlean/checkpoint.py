@@ -1236,14 +1236,18 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
-            ``os.PathLike`` or is empty, or the file cannot be written (naming the path and the operating
-            system's reason); an entry that is not a bool, integer, float or text array, which
-            ``np.savez`` would pickle (naming it; :class:`Checkpoint` admits none).
+            ``os.PathLike`` or is empty, ``path`` is a directory (``it is a directory``) or another
+            existing path that is not a regular file (a device or a pipe), or the file cannot be
+            written (naming the path and the operating system's reason); an entry that is not a
+            bool, integer, float or text array, which ``np.savez`` would pickle (naming it;
+            :class:`Checkpoint` admits none).
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
     _check_path(path)
     file = Path(os.path.realpath(path))  # through a symbolic link: the link keeps naming the checkpoint
+    if file.is_dir():  # review115 F6: named as the CLI names it, not as "a device or a pipe"
+        raise CheckpointError(f"cannot write checkpoint {path}: it is a directory; give a file path")
     if file.exists() and not file.is_file():
         raise CheckpointError(
             f"cannot write checkpoint {path}: it exists and is not a regular file (a device or a pipe "

@@ -1213,6 +1213,24 @@ def test_save_refuses_a_path_that_is_not_a_regular_file_before_training(capsys, 
     assert stat.S_ISFIFO(fifo.stat().st_mode)
 
 
+def test_save_to_a_directory_says_it_is_one_as_the_cli_does(capsys, tmp_path, iris_checkpoint):
+    """review115 F6: Python's save("adir.npz", ...) said "it exists and is not a regular file (a
+    device or a pipe would be replaced)" where the CLI says "it is a directory"; a link to a
+    directory is one too. The directory is left as it was."""
+    folder = tmp_path / "adir.npz"
+    folder.mkdir()
+    link = tmp_path / "link.npz"
+    link.symlink_to(folder)
+    saved = checkpoint.load(iris_checkpoint)
+    for path in (folder, link, str(folder)):
+        with pytest.raises(CheckpointError) as info:
+            checkpoint.save(path, saved)
+        assert str(info.value) == f"cannot write checkpoint {path}: it is a directory; give a file path"
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(folder))
+    assert (code, out, err) == (2, "", f"error: cannot write --save {folder}: it is a directory\n")
+
+
 def test_save_follows_a_link_and_keeps_the_permissions_a_plain_write_gives(tmp_path, iris_checkpoint):
     saved = checkpoint.load(iris_checkpoint)
     old_mask = os.umask(0o022)
