@@ -15,6 +15,7 @@ column).
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -27,7 +28,7 @@ from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype
 from torchlean._data_errors import DataError
 from torchlean.backend.display import name_shown
 
-__all__ = ["LISTED", "MISSING_VALUES", "Lines", "Place", "display_name", "names_listed"]
+__all__ = ["LISTED", "MISSING_VALUES", "Lines", "Place", "display_name", "names_listed", "nfc", "quoted"]
 
 Lines: TypeAlias = int | Sequence[int]
 """Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
@@ -124,19 +125,39 @@ def _number(
 
 
 def _cell_shown(cell: str, limit: int = 60) -> str:
-    """A CSV cell as messages quote it: its Python literal, cut after ``limit`` characters with
-    the cell's length (``'4\\n5,6,7\\nx...' (45064 characters)``), so a huge cell cannot flood an
-    ``error:`` line."""
+    """A CSV cell as messages quote it: its Python literal (:func:`quoted`), cut after ``limit``
+    characters with the cell's length (``'4\\n5,6,7\\nx...' (45064 characters)``), so a huge cell
+    cannot flood an ``error:`` line."""
     if len(cell) <= limit:
-        return repr(cell)
-    return f"{cell[:limit]!r}... ({len(cell)} characters)"
+        return quoted(cell)
+    return f"{quoted(cell[:limit])}... ({len(cell)} characters)"
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode normalisation form NFC (accents composed: ``'cafe\\u0301'`` →
+    ``'café'``): class labels and column names are compared in this form, so that the two ways
+    of writing one accented text (macOS exports often decompose, most others compose) are one
+    label and one name (review115 F2)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def quoted(text: str) -> str:
+    """``text``'s Python literal (``'café'``), with every non-ASCII character escaped
+    (``'cafe\\u0301'``, as :func:`ascii` writes it) when ``text`` is not in NFC form
+    (:func:`nfc`): a decomposed accent prints as its composed twin does, so a message naming
+    both spellings would show the same text twice (review115 F2)."""
+    return repr(text) if nfc(text) == text else ascii(text)
 
 
 def display_name(text: str) -> str:
     """``text`` (a column name or class label) as messages print it: itself when it is a
-    non-empty printable string without blanks at its ends, else its Python literal (``''``,
-    ``'a\\nb'``), so that an empty name stays visible and a name holding a newline or a control
-    character cannot split or garble a one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`)."""
+    non-empty printable string without blanks at its ends and in NFC form (:func:`nfc`), else
+    its Python literal (``''``, ``'a\\nb'``; ``'cafe\\u0301'``: :func:`quoted`), so that an empty
+    name stays visible, a name holding a newline or a control character cannot split or garble a
+    one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`), and a name whose accents
+    are decomposed does not print as its composed twin does."""
+    if isinstance(text, str) and nfc(text) != text:
+        return ascii(text)
     return name_shown(text)
 
 

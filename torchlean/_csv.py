@@ -17,7 +17,9 @@ decide explicitly (and leave the note empty, except that ``header=True`` on an a
 row other than the column positions notes that the row, which looks like data, was read as the
 header). Column names may repeat or be blank (``x,x,x,y`` or
 ``,,,y``, as pandas reads such files); only a ``label_column`` given by a name the header repeats
-is refused, as it could not say which column it means (give its index). Messages about a cell name
+is refused, as it could not say which column it means (give its index); names are compared in
+Unicode NFC form, so two names that are one in that form (``café`` with a composed accent and with a
+combining one) are repeated there, with a note (review115 F2). Messages about a cell name
 a repeated or blank column by its index. Cells are separated by commas unless ``delimiter`` names
 another character (``';'``, as European spreadsheets export, ``'\\t'`` for TSV files, ``'|'``; one
 character, not a quote, a line break, a digit, ``.``, ``+``, ``-``, ``e``, ``E`` or a blank other
@@ -71,7 +73,16 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import _delimiter, _whitespace
-from torchlean._cells import _cell_shown, _decimal_comma, _is_number, _number, _shown, display_name
+from torchlean._cells import (
+    _cell_shown,
+    _decimal_comma,
+    _is_number,
+    _number,
+    _shown,
+    display_name,
+    nfc,
+    quoted,
+)
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
@@ -487,6 +498,22 @@ def stdin_read_once() -> Iterator[None]:
         _STDIN_COPY.reset(token)
 
 
+def _nfc_names_note(shown: str, names: Sequence[str]) -> list[str]:
+    """A note (a list of one, or none) when two header ``names`` are one name written two ways,
+    equal only in Unicode NFC form (``café`` and ``'cafe\\u0301'``): they print alike, and
+    ``label_column`` and ``torchlean predict`` match names in that form (review115 F2)."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        j = first.setdefault(nfc(name), i)
+        if names[j] != name:
+            return [
+                f"{shown}: columns {j} and {i} are named {quoted(names[j])} and {quoted(name)}, one name in "
+                "Unicode NFC form (its accents composed or combining), which they print alike: label_column "
+                "(CLI: --label-column) and torchlean predict compare names in that form, so name them apart"
+            ]
+    return []
+
+
 def _open_text(file: Path) -> io.TextIOWrapper:
     """``file`` opened as UTF-8 text for the reader (an optional byte-order mark dropped), or,
     for :data:`STDIN` inside :func:`stdin_read_once`, the copy of its bytes."""
@@ -704,6 +731,8 @@ def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str)
     if not body:
         raise DataError(f"{shown}: no data rows")
     lines = tuple(starts[1:] if has_header else starts)
+    if has_header:
+        notes.extend(_nfc_names_note(shown, names))
     row_names = has_header and _row_names(names, body)
     if row_names:
         notes.append(

@@ -25,7 +25,11 @@ refused, naming its first non-number and how many labels are numbers: no missing
 ``task='classification'`` reads every label as a class name. A label column holding cells written
 with decimal commas (under another delimiter than the comma) is refused unless ``task`` is given.
 Blank labels are left out of that decision and refused by line and column under either task
-(``not a number: ''``, ``not a class label: ''``).
+(``not a number: ''``, ``not a class label: ''``). Class names equal in Unicode NFC form
+(``café`` written with a composed accent and with a combining one, ``'cafe\\u0301'``) are one
+class, named as the file writes it, or in NFC form when it writes it both ways (a note names the
+two spellings); a ``label_column`` name matches a header name equal to it in that form
+(review115 F2).
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from torchlean._cells import (
     _number,
     _shown,
     display_name,
+    nfc,
+    quoted,
 )
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_or_numpy_int
 from torchlean._data_errors import DataError
@@ -67,12 +73,14 @@ Array: TypeAlias = npt.NDArray[Any]
 
 def _label_index(file: str, names: Sequence[str], column: object, has_header: bool) -> int:
     """The index of the label column: the last one for ``None``, an integer index (Python or
-    numpy; negative counts from the end), or a header name used exactly once; in a file without a
+    numpy; negative counts from the end), or a header name used exactly once (names compared in
+    Unicode NFC form, :func:`torchlean._cells.nfc`); in a file without a
     header, ``column_<i>``, the name messages and records give its column ``i`` (review59 F8).
 
     Raises:
         UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
-        DataError: a name the header repeats (ambiguous), naming its columns.
+        DataError: a name the header repeats (ambiguous, also when written two ways that are
+            equal in NFC form), naming its columns and the spellings, escaped.
     """
     if column is None:
         return len(names) - 1
@@ -84,12 +92,16 @@ def _label_index(file: str, names: Sequence[str], column: object, has_header: bo
             f"unknown label column {index} in {file} "
             f"(known: indices 0..{len(names) - 1} or -{len(names)}..-1)"
         )
-    if column in names:  # without a header, names are column_0, column_1, ...: each once
-        where = [i for i, name in enumerate(names) if name == column]
+    # names are compared in NFC form (review115 F2): 'café' names a header's 'cafe\u0301'
+    where = [i for i, name in enumerate(names) if nfc(name) == nfc(column)] if isinstance(column, str) else []
+    if where:  # without a header, names are column_0, column_1, ...: each once
         if len(where) > 1:
+            spellings = list(dict.fromkeys(names[i] for i in where))
+            written = (quoted(spellings[0]) if len(spellings) == 1 else
+                       f"{', '.join(map(quoted, spellings))} (one name in Unicode NFC form)")
             raise DataError(
-                f"{file}: label column {column!r} is ambiguous: the header names columns "
-                f"{', '.join(map(str, where))} {column!r} (accepted: a name the header uses once, or a "
+                f"{file}: label column {quoted(str(column))} is ambiguous: the header names columns "
+                f"{', '.join(map(str, where))} {written} (accepted: a name the header uses once, or a "
                 f"column index 0..{len(names) - 1})"
             )
         return where[0]
@@ -183,7 +195,7 @@ def _labels(
     inferred = task is None and not text and not all(_integral(labels[r]) for r in filled)
     if inferred:
         _refuse_merged_ids(file, column, [labels[r] for r in filled])
-    if task is None and not inferred and len(filled) >= 3 and len(set(labels)) == len(labels):
+    if task is None and not inferred and len(filled) >= 3 and len(set(map(nfc, labels))) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
     text_names = {labels[r] for r in text}
     if task == "regression" and comma is None and len(text) == len(filled) and len(text_names) > 1:
@@ -206,26 +218,32 @@ def _labels(
             "(accepted: a number or a non-blank name)"
         )
     # numbers name their value: 1, 1.0, 01 and +1 are one class (named 1), also among names (the
-    # numbers first, by value, then the names in sorted order)
+    # numbers first, by value, then the names in sorted order); names equal in NFC form are one
+    # class (review115 F2), named as the file writes it, or in NFC form when it writes it two ways
     values = [_exact(v) for v in labels]
     spelling: dict[Decimal, str] = {}
+    written: dict[str, set[str]] = {}
     for v, value in zip(labels, values, strict=True):
         if value is not None:
             spelling.setdefault(value, v)
+        else:
+            written.setdefault(nfc(v), set()).add(v)
     by_value = sorted(spelling)
-    names = sorted({v for v, value in zip(labels, values, strict=True) if value is None})
+    named = {key: next(iter(ways)) if len(ways) == 1 else key for key, ways in written.items()}
+    names = sorted(named.values())
     classes = (*(_class_name(spelling[value], value) for value in by_value), *names)
-    keys: list[Decimal | str] = [*by_value, *names]
-    position = {key: i for i, key in enumerate(keys)}
-    ids = [position[v if value is None else value] for v, value in zip(labels, values, strict=True)]
+    position: dict[Decimal | str, int] = {value: i for i, value in enumerate(by_value)}
+    order = {name: len(by_value) + i for i, name in enumerate(names)}
+    position.update((key, order[name]) for key, name in named.items())
+    ids = [position[nfc(v) if value is None else value] for v, value in zip(labels, values, strict=True)]
     if len(classes) == 1:
         quantity = (  # review59 F5: a constant number may be a (constant) quantity
             "; if it is a quantity, pass task='regression' (CLI: --task regression)"
             if task is None and by_value else ""
         )
         raise DataError(
-            f"{file}: label column {display_name(column)}: all {len(labels)} labels are {classes[0]!r}, "
-            "a single class "
+            f"{file}: label column {display_name(column)}: all {len(labels)} labels are "
+            f"{quoted(classes[0])}, a single class "
             f"(accepted: at least two classes for classification){quantity}"
         )
     return np.asarray(ids, dtype=np.int64), classes, "classification"
@@ -241,8 +259,28 @@ def blank_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
         seen = first.setdefault(cell.strip(), cell)
         if seen != cell:
             return (
-                f"{file}: column {display_name(column)}: the labels {seen!r} and {cell!r} are one class, "
-                f"{cell.strip()!r} (blanks around a label are not part of it)"
+                f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(cell)} are "
+                f"one class, {quoted(cell.strip())} (blanks around a label are not part of it)"
+            )
+    return ""
+
+
+def nfc_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
+    """A note when two class label ``cells`` (blanks around them stripped) are one text written
+    two ways, equal only in Unicode NFC form (``'café'`` with a composed accent and
+    ``'cafe\\u0301'`` with a combining one, as a file merged from macOS and Windows exports may
+    hold), which :func:`_labels` reads as one class (review115 F2), naming the first such pair,
+    escaped so that the difference shows, and the class; ``""`` when every label is written one
+    way. Linear in the cells."""
+    first: dict[str, str] = {}
+    for cell in cells:
+        label = cell.strip()
+        seen = first.setdefault(nfc(label), label)
+        if seen != label:  # written two ways: the class is named in NFC form
+            return (
+                f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(label)} are "
+                f"one class, {quoted(nfc(label))} (the same text in Unicode NFC form, its accents composed "
+                "or combining: such labels are compared in NFC form)"
             )
     return ""
 
@@ -293,7 +331,7 @@ def _refuse_one_class_per_row(
         DataError: naming the column, the count and the way out (``task='regression'`` when the
             labels are numbers, else another ``label_column``; ``task='classification'`` keeps them).
     """
-    values: set[Decimal | str | None] = {v if _exact(v) is None else _exact(v) for v in labels}
+    values: set[Decimal | str | None] = {nfc(v) if _exact(v) is None else _exact(v) for v in labels}
     if len(values) < len(labels):  # 1 and 1.0: one class, so not every row is its own
         return
     if all(numeric):
@@ -350,7 +388,10 @@ def class_ids(
     place: Place = "line",
 ) -> Array:
     """The position in ``classes`` of each label cell: int64 ``[len(cells)]``. A cell names a
-    class when it equals it once blanks around it are stripped; a numeric cell names the numeric
+    class when it equals it once blanks around it are stripped, compared in Unicode NFC form
+    (:func:`torchlean._cells.nfc`: ``'cafe\\u0301'`` names class ``'café'``; by text alone for a
+    checkpoint whose classes hold two names equal in that form, as before review115 F2); a numeric
+    cell names the numeric
     class of equal value (``3.0`` is class ``3``), as training maps numeric labels by value (a
     checkpoint whose classes hold one value twice, as ``0`` and ``0.0`` were before numbers kept
     their value among class names, is matched by text). Messages name ``source``, the file line
@@ -363,15 +404,17 @@ def class_ids(
     exact = [_exact(c) for c in classes]
     numbers = [value for value in exact if value is not None]
     by_value = len(set(numbers)) == len(numbers)
+    texts = [c for c, value in zip(classes, exact, strict=True) if not (by_value and value is not None)]
+    by_nfc = len(set(map(nfc, texts))) == len(texts)  # else a checkpoint of before review115 F2
     index: dict[str | Decimal, int] = {
-        (value if by_value and value is not None else c): i
+        (value if by_value and value is not None else nfc(c) if by_nfc else c): i
         for i, (c, value) in enumerate(zip(classes, exact, strict=True))
     }
     ids = np.empty(len(cells), dtype=np.int64)
     for r, cell in enumerate(cells):
         value = cell.strip()
         number = _exact(value) if by_value else None
-        found = index.get(value if number is None else number)
+        found = index.get((nfc(value) if by_nfc else value) if number is None else number)
         if found is None:
             raise UnknownLabelError(
                 f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "

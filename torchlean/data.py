@@ -60,7 +60,15 @@ from torchlean._data_errors import (
     DataMemoryError,
     EmptySplitError,
 )
-from torchlean._labels import Task, _labels, blank_spellings_note, class_ids, class_names, targets
+from torchlean._labels import (
+    Task,
+    _labels,
+    blank_spellings_note,
+    class_ids,
+    class_names,
+    nfc_spellings_note,
+    targets,
+)
 from torchlean._shipped import DATASETS, shipped
 from torchlean._splits import TEST_FRACTION, split_note, split_rows, untested_note, validation_rows
 from torchlean.backend.display import name_shown
@@ -483,8 +491,9 @@ def _load_csv(
         # callers read, not only a clause of split_note (review89 F7)
         inferred = ""
     merged = "" if kind == "regression" else blank_spellings_note(table.shown_file, table.shown(label), cells)
+    composed = "" if kind == "regression" else nfc_spellings_note(table.shown_file, table.shown(label), cells)
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
-             table.unnamed_features_note(label), merged, inferred, dataset.constant_note)
+             table.unnamed_features_note(label), merged, composed, inferred, dataset.constant_note)
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
         has_header=table.has_header, delimiter=table.delimiter,

@@ -18,7 +18,9 @@ columns are matched to the checkpoint's ``feature_names``:
 
 - by position when its header is the one training read (the checkpoint's feature names in their
   order, with the checkpoint's label column at any position or absent), even if names repeat;
-- by name, in the checkpoint's order, when its header names each of them exactly once; the
+- by name, in the checkpoint's order, when its header names each of them exactly once (names
+  compared in Unicode NFC form: a header's ``café`` written with a combining accent names the
+  feature ``café`` written with a composed one); the
   label column is ``--label-column`` when given, else the checkpoint's label column when the
   header names it, else none; other columns are ignored (a ``note:`` line names them);
 - refused (naming the missing or repeated features) when the header names only some of them,
@@ -123,7 +125,7 @@ import numpy.typing as npt
 
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
-from torchlean._cells import names_listed
+from torchlean._cells import names_listed, nfc
 from torchlean._csv import reading, stdin_read_once
 from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
@@ -336,12 +338,14 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
         TorchLeanError: the label column is one of the features; the errors of
             :meth:`torchlean.data.Table.columns` (a short row, a cell that is not a number).
     """
-    first = {name: i for i, name in reversed(list(enumerate(table.names)))}  # each name's first column
-    features = [first[name] for name in saved.feature_names]
+    # each name's first column, names compared in NFC form (review115 F2)
+    first = {nfc(name): i for i, name in reversed(list(enumerate(table.names)))}
+    features = [first[nfc(name)] for name in saved.feature_names]
     label: int | None = None
+    own = nfc(saved.label_column)
     if text is not None:
         label = table.column(text)
-    elif saved.label_column in table.names and saved.label_column not in saved.feature_names:
+    elif own in first and own not in map(nfc, saved.feature_names):
         label = table.column(saved.label_column)
     if label is not None and label in features:
         given, column = data.display_name(str(text)), data.display_name(table.shown(label))
@@ -431,9 +435,11 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
         index_note = table.index_note(label)
         return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                       table.lines, (index_note,) if index_note else (), delimiter=table.delimiter)
-    counts = collections.Counter(table.names)  # once: 10**5 columns (review67 F8, review69 F1)
-    if table.has_header and any(feature in counts for feature in wanted):
-        twice = tuple(name for name, n in collections.Counter(wanted).items() if n > 1)
+    # names compared in NFC form: 'café' names a header's 'cafe\u0301' (review115 F2)
+    counts = collections.Counter(map(nfc, table.names))  # once: 10**5 columns (review67 F8, review69 F1)
+    if table.has_header and any(nfc(feature) in counts for feature in wanted):
+        forms = collections.Counter(map(nfc, wanted))
+        twice = tuple(name for name in dict.fromkeys(wanted) if forms[nfc(name)] > 1)
         if twice:  # one file column cannot be two of the features (review92 F2)
             raise TorchLeanError(
                 f"{table.shown_file}: checkpoint {args.checkpoint}'s run named features {_names(twice)} more "
@@ -441,8 +447,8 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
                 f"training read ({_names(wanted)}, with the label column anywhere), or no header, to take "
                 "the columns by position"
             )
-        missing = tuple(feature for feature in wanted if feature not in counts)
-        repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[feature] > 1)
+        missing = tuple(feature for feature in wanted if nfc(feature) not in counts)
+        repeated = tuple(feature for feature in dict.fromkeys(wanted) if counts[nfc(feature)] > 1)
         if missing or repeated:
             faults = "; ".join(
                 f"{what} {_names(names)}"
