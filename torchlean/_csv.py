@@ -514,6 +514,10 @@ def _nfc_names_note(shown: str, names: Sequence[str]) -> list[str]:
     return []
 
 
+_BOM = "\ufeff"
+"""The byte-order mark, as text: ``utf-8-sig`` drops one at the start of a file, not a second."""
+
+
 def _open_text(file: Path) -> io.TextIOWrapper:
     """``file`` opened as UTF-8 text for the reader (an optional byte-order mark dropped), or,
     for :data:`STDIN` inside :func:`stdin_read_once`, the copy of its bytes."""
@@ -614,8 +618,9 @@ def reading(path: str | os.PathLike[str]) -> Iterator[None]:
 def read_csv(
     path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
 ) -> Table:
-    """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark; blank rows
-    skipped), deciding whether its first row is a header by the module docstring's rule.
+    """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark, and more of them
+    starting the file dropped with a note: review115 F6; blank rows skipped), deciding whether its
+    first row is a header by the module docstring's rule.
 
     ``delimiter`` separates the cells: ``","`` (the default), ``";"``, ``"\\t"``, ``"|"`` or
     any other single character but a quote (``"`` or ``'``), a line break, a digit, ``.``, ``+``,
@@ -669,9 +674,10 @@ def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str)
     file, shown = check_file(path)
     rows = Rows()  # one string per row (review68 F1)
     starts: list[int] = []
+    boms: list[int] = []
     try:
         with _open_text(file) as handle:
-            checked = _text_lines(shown, handle, delimiter)
+            checked = _text_lines(shown, handle, delimiter, boms)
             records = (
                 _blank_separated(shown, checked) if delimiter == _delimiter.WHITESPACE
                 else _delimited(shown, checked, delimiter)
@@ -690,6 +696,13 @@ def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str)
     except OSError as error:
         raise DataError(f"{shown}: cannot read the file: {error}") from None
     notes: list[str] = []
+    if boms:
+        notes.append(
+            f"{shown}: line 1 starts with {boms[0] + 1} byte-order marks (U+FEFF, bytes EF BB BF), as a file "
+            "saved with one and then re-saved or joined to another writes; the extra "
+            f"{'one was' if boms[0] == 1 else f'{boms[0]} were'} dropped, not read as part of the first "
+            "cell"
+        )
     if rows and _separator_line(shown, rows[0], starts[0], delimiter):
         text = _delimiter.joiner(delimiter).join(rows[0])
         notes.append(f"{shown}: line {starts[0]} {text!r} is Excel's separator line naming "
@@ -872,9 +885,14 @@ def _control_characters(delimiter: str) -> re.Pattern[str]:
     return re.compile(f"[{refused}{_BREAKING}]")
 
 
-def _text_lines(file: str, lines: Iterable[str], delimiter: str) -> Iterator[str]:
+def _text_lines(
+    file: str, lines: Iterable[str], delimiter: str, boms: list[int] | None = None
+) -> Iterator[str]:
     """``lines`` (a file's, as :func:`_open_text` reads them: ending at ``\\n``, ``\\r\\n`` or
-    ``\\r``, as the reader counts them) as they are, each checked first for a control character
+    ``\\r``, as the reader counts them) as they are, except that byte-order marks (U+FEFF) that
+    still start the first line once :func:`_open_text` dropped one (a file saved with a BOM and
+    re-saved, or concatenated, with another: review115 F6) are dropped too, their count appended
+    to ``boms``; each checked first for a control character
     other than tab, line feed, carriage return and ``delimiter``, which CSV text does not hold and
     a binary file does: whatever line holds it, such a character would reach a cell, a class name
     and the predictions file raw (review87 F2); the C1 controls and Unicode's line separators too
@@ -885,6 +903,11 @@ def _text_lines(file: str, lines: Iterable[str], delimiter: str) -> Iterator[str
     """
     control = _control_characters(delimiter)
     for number, line in enumerate(lines, 1):
+        if number == 1 and line.startswith(_BOM):
+            kept = line.lstrip(_BOM)
+            if boms is not None:
+                boms.append(len(line) - len(kept))
+            line = kept
         found = control.search(line)
         if found is not None:
             raise DataError(_control_refusal(file, number, line, found.start(), delimiter))

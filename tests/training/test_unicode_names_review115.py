@@ -1,6 +1,6 @@
-"""review115 F2: class labels and column names that are one text written two ways, equal
+"""review115 F2 and F6: class labels and column names that are one text written two ways, equal
 only in Unicode NFC form (``café`` with a composed accent, U+00E9, and ``cafe\\u0301`` with a
-combining one).
+combining one), and a file that starts with two byte-order marks.
 
 Oracles: the same file written in NFC throughout (``unicodedata.normalize``), whose load is the
 reference for the merged classes (class ids, splits and digest bit for bit), and messages written
@@ -123,3 +123,24 @@ def test_cli_merges_the_classes_and_predict_matches_names_in_nfc_form(
     assert out.splitlines()[0] == f"prediction,p_{COMPOSED},p_tea"
     assert "missing" not in err
 
+
+def test_a_second_byte_order_mark_is_dropped_with_a_note(tmp_path: Path) -> None:
+    """review115 F6: a file saved with a BOM and re-saved with another starts with two; Python's
+    utf-8-sig drops one, and the other was read into the first column's name (``'\\ufeffa'``),
+    invisibly. It is dropped too, with a note, as predict reads it the same way."""
+    body = "a,b,y\n" + _rows(["0", "1"] * 30)
+    once = _write(tmp_path / "once.csv", "\ufeff" + body)
+    twice = _write(tmp_path / "twice.csv", "\ufeff\ufeff" + body)
+    thrice = _write(tmp_path / "thrice.csv", "\ufeff\ufeff\ufeff" + body)
+    reference = data.load(str(once))
+    for path, extra in ((twice, "the extra one was"), (thrice, "the extra 2 were")):
+        got = data.load(str(path), label_column="y")
+        assert got.feature_names == ("a", "b") == reference.feature_names
+        assert np.array_equal(got.x_train, reference.x_train)
+        count = 2 if path == twice else 3
+        assert (
+            f"{path}: line 1 starts with {count} byte-order marks (U+FEFF, bytes EF BB BF), as a file saved "
+            f"with one and then re-saved or joined to another writes; {extra} dropped, not read as part of "
+            "the first cell"
+        ) in got.notes
+    assert not any("byte-order" in note for note in reference.notes)
