@@ -59,6 +59,7 @@ import contextlib
 import csv
 import io
 import itertools
+import json
 import os
 import re
 import shlex
@@ -784,15 +785,20 @@ def _utf16_advice(encoding: str = "UTF-16") -> str:
 
 
 _BINARY_SIGNATURES = (
-    (b"PK\x03\x04", "a zip archive (a .npz checkpoint that torchlean train --save writes, or an Excel .xlsx "
-     "workbook)", "a checkpoint is read by torchlean predict CHECKPOINT --dataset DATA; save a workbook as "
-     "\"CSV UTF-8\""),
-    (b"\x93NUMPY", "a numpy .npy array", "write the array with numpy.savetxt"),
-    (b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip -k FILE)"),
-    (b"%PDF", "a PDF document", "export its table as CSV"),
-    (b"PAR1", "a Parquet file", "write it with pandas' to_csv"),
+    (re.compile(re.escape(b"PK\x03\x04")),
+     "a zip archive (a .npz checkpoint that torchlean train --save writes, or an Excel .xlsx workbook)",
+     "a checkpoint is read by torchlean predict CHECKPOINT --dataset DATA; save a workbook as \"CSV UTF-8\""),
+    (re.compile(re.escape(b"\x93NUMPY")), "a numpy .npy array", "write the array with numpy.savetxt"),
+    (re.compile(re.escape(b"\x1f\x8b")), "gzip-compressed", "decompress it first (gunzip -k FILE)"),
+    (re.compile(re.escape(b"%PDF")), "a PDF document", "export its table as CSV"),
+    (re.compile(re.escape(b"PAR1")), "a Parquet file", "write it with pandas' to_csv"),
+    (re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)"), "bzip2-compressed",
+     "decompress it first (bunzip2 -k FILE)"),
+    (re.compile(re.escape(b"\xfd7zXZ\x00")), "xz-compressed", "decompress it first (unxz -k FILE)"),
 )
-"""The first bytes of binary files given as a CSV by mistake: what each is, and what to do."""
+"""The first bytes of binary files given as a CSV by mistake (a pattern they start with: bzip2's
+``BZh``, its block size and the magic number of its first block or of its end), what each is, and
+what to do."""
 
 
 def _binary_file(file: str, raw: bytes) -> str | None:
@@ -800,7 +806,7 @@ def _binary_file(file: str, raw: bytes) -> str | None:
     (:data:`_BINARY_SIGNATURES`: ``PK\\x03\\x04`` of a zip, which a ``.npz`` checkpoint is), else
     ``None``; not UTF-16 advice (review56 F8)."""
     for signature, what, advice in _BINARY_SIGNATURES:
-        if raw.startswith(signature):
+        if signature.match(raw):
             return f"{file}: the file looks like a binary file, {what}, not CSV text: {advice}"
     return None
 
@@ -841,7 +847,7 @@ def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
               "-t UTF-8 FILE > NEW_FILE for Excel's \"CSV (Comma delimited)\" on Windows")
     raw = file.read_bytes() if file.is_file() else error.object if error.start < 2 else b""
-    binary = _binary_file(shown, raw if raw else bytes(error.object[:8]))
+    binary = _binary_file(shown, raw if raw else bytes(error.object[:16]))
     if binary is not None:
         return binary
     if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):  # FF FE 00 00 starts as UTF-16's
@@ -899,10 +905,14 @@ def _text_lines(
     (:data:`_BREAKING`).
 
     Raises:
-        DataError: a line holding one (:func:`_control_refusal`).
+        DataError: a line holding one (:func:`_control_refusal`); a file that starts as JSON
+            text (:data:`_JSON_START`: ``[{``, ``{"``, ``["``), named as JSON or JSON Lines with
+            the pandas line that converts it (:func:`_json_refusal`; review115 F5).
     """
     control = _control_characters(delimiter)
-    for number, line in enumerate(lines, 1):
+    opening: list[str] | None = []  # the first lines, held until they tell JSON text from CSV text
+    source = iter(lines)
+    for number, line in enumerate(source, 1):
         if number == 1 and line.startswith(_BOM):
             kept = line.lstrip(_BOM)
             if boms is not None:
@@ -911,7 +921,48 @@ def _text_lines(
         found = control.search(line)
         if found is not None:
             raise DataError(_control_refusal(file, number, line, found.start(), delimiter))
-        yield line
+        if opening is None:
+            yield line
+            continue
+        opening.append(line)
+        start = "".join(opening)
+        if _JSON_OPENING.fullmatch(start) and len(opening) < _JSON_LINES_HELD:
+            continue  # '[' or '{' and blanks so far: the next line decides
+        if _JSON_START.match(start):
+            raise DataError(_json_refusal(file, opening, next(source, "")))
+        yield from opening
+        opening = None
+    if opening:
+        yield from opening
+
+
+_JSON_OPENING = re.compile(r"[\[{]\s*")
+"""The start of a file that may be JSON text: ``[`` or ``{``, then blanks or line breaks only."""
+_JSON_START = re.compile(r"[\[{]\s*[\"{]")
+"""The start of JSON text holding objects or names: ``[{``, ``{"``, ``["``, blanks between them
+allowed (an indented file's ``[`` and ``{`` are on lines of their own); a CSV file starts with a
+name or a number, and a quote opens its first cell without a ``[`` or ``{`` before it."""
+_JSON_LINES_HELD = 64
+"""The most lines :func:`_text_lines` holds while the file's start is ``[`` or ``{`` and blanks."""
+
+
+def _json_refusal(file: str, opening: Sequence[str], after: str) -> str:
+    """The refusal of a ``file`` whose ``opening`` lines start as JSON text (:data:`_JSON_START`),
+    ``after`` the line after them (``""`` at the end): JSON Lines when the first line is a whole
+    JSON object and the next starts another (one record a line, as pandas'
+    ``to_json(orient="records", lines=True)`` writes), else JSON, each with the pandas line that
+    writes it as CSV (pandas reads both; torchlean reads CSV only)."""
+    try:
+        whole = isinstance(json.loads(opening[0]), dict) and after.lstrip().startswith("{")
+    except ValueError:
+        whole = False
+    what, read = ("JSON Lines (a JSON object a line)", ", lines=True") if whole else ("JSON", "")
+    found = _JSON_START.match("".join(opening))
+    start = "".join(found.group().split()) if found else ""
+    return (
+        f"{file}: the file looks like {what}, not CSV text (it starts with {start!r}): torchlean reads "
+        f"CSV; convert it, e.g. with pandas: pandas.read_json(FILE{read}).to_csv(NEW_FILE, index=False)"
+    )
 
 
 def _utf16_line(raw: bytes) -> bool:

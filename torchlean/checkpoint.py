@@ -1368,7 +1368,8 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``, or is empty; else naming ``path`` and
             what is wrong: no such file (or a directory, a device or a pipe); a file that cannot be
             read (``cannot read checkpoint <path>: <reason>``: a name too long, an I/O error); not a
-            numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array) or an archive that cannot be
+            numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array, a PyTorch checkpoint that
+            ``torch.save`` wrote, named as such with the way to load its weights) or an archive that cannot be
             read (truncated, damaged, an entry that would need pickle, refused from its header);
             two entries of one name (``the archive holds more than one entry named ...``); not a
             torchlean checkpoint (no ``metadata`` entry, an entry that is not a ``.npy`` array, or
@@ -1407,7 +1408,8 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         raise CheckpointError(f"checkpoint file not found: {missing_file_name(str(file))}")
     try:
         with file.open("rb") as handle:
-            magic = handle.read(len(_NPY_MAGIC))
+            head = handle.read(len(_TORCH_LEGACY_MAGIC))
+        magic = head[: len(_NPY_MAGIC)]
         is_zip = zipfile.is_zipfile(file)
     except OSError as error:
         raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror}") from None
@@ -1420,6 +1422,8 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             f"{named}: a truncated or damaged .npz archive (it starts as a zip file but its end is missing: "
             "an interrupted copy or a full disk?)"
         )
+    if not is_zip and head.startswith(_TORCH_LEGACY_MAGIC):
+        raise CheckpointError(f"{named}: {_torch_refusal('its legacy pickle format, before torch 1.6')}")
     if not is_zip:
         # np.load would read any other file as a pickle and suggest allow_pickle=True
         raise CheckpointError(f"{named}: not a numpy .npz archive (not a zip file)")
@@ -1428,6 +1432,9 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     except _ARCHIVE_ERRORS as error:
         raise CheckpointError(f"{named}: not a numpy .npz archive ({error})") from None
     with opened as archive:
+        pickled = _torch_save_entry(archive)
+        if pickled is not None:  # review115 F5: torch.save's format, not numpy's
+            raise CheckpointError(f"{named}: {_torch_refusal(f'a zip archive holding {pickled!r}')}")
         try:
             meta, arrays = _read_archive(archive)
         except CheckpointError as error:
@@ -1441,6 +1448,32 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         return _from_arrays(meta, arrays)
     except CheckpointError as error:
         raise CheckpointError(f"{named}: {error}") from None
+
+
+_TORCH_LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+"""The first bytes of a file ``torch.save`` wrote in its legacy format (``_use_new_zipfile_serialization=
+False``, or torch before 1.6): pickle protocol 2 and torch's magic number 0x1950a86a20f9469cfc6c."""
+
+
+def _torch_save_entry(archive: zipfile.ZipFile) -> str | None:
+    """The ``<name>/data.pkl`` entry that marks a zip archive ``torch.save`` wrote (its pickled
+    object, next to ``<name>/data/0``, ... and ``<name>/version``), else ``None``; nothing is read."""
+    for info in archive.infolist():
+        folder, slash, rest = info.filename.partition("/")
+        if folder and slash and rest == "data.pkl":
+            return info.filename
+    return None
+
+
+def _torch_refusal(what: str) -> str:
+    """Why a PyTorch checkpoint (``what`` tells its format) is not read, and how to load its
+    weights into a torchlean model."""
+    return (
+        f"a PyTorch checkpoint written by torch.save ({what}), which torchlean does not read (it unpickles "
+        "nothing): a torchlean checkpoint is written by torchlean train --save or checkpoint.save; to use a "
+        "torch state_dict's weights, read it with torch (state = torch.load(PATH, weights_only=True)) and "
+        "load it into a torchlean model with model.load_state(state) (strict=False to load a part)"
+    )
 
 
 def _read_archive(archive: zipfile.ZipFile) -> tuple[dict[str, Any], dict[str, Array]]:

@@ -4,7 +4,11 @@ is a header, and constant columns (a note; scale 1 as scikit-learn's ``StandardS
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import json
+import lzma
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +104,85 @@ def test_constant_columns_get_a_note(capsys: pytest.CaptureFixture[str], tmp_pat
     assert data.load(plain).notes == () and data.load(plain).constant_note == ""
     digits = data.load("digits")
     assert digits.notes == () and digits.constant_note.startswith("digits: columns ")
+
+
+def _csv_text() -> str:
+    return "a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows())
+
+
+@pytest.mark.parametrize(("suffix", "pack", "what", "advice"), [
+    (".bz2", bz2.compress, "bzip2-compressed", "bunzip2 -k FILE"),
+    (".xz", lzma.compress, "xz-compressed", "unxz -k FILE"),
+])
+def test_bzip2_and_xz_files_are_named_by_their_first_bytes(
+    tmp_path: Path, suffix: str, pack: Callable[[bytes], bytes], what: str, advice: str
+) -> None:
+    """review115 F5: named as gzip is, with the command that decompresses them (an empty file
+    packed too: bzip2's end-of-stream magic)."""
+    for text in (_csv_text(), ""):
+        path = tmp_path / f"t.csv{suffix}"
+        path.write_bytes(pack(text.encode()))
+        with pytest.raises(data.DataError) as info:
+            data.load(path)
+        assert str(info.value) == (
+            f"{path}: the file looks like a binary file, {what}, not CSV text: decompress it first "
+            f"({advice})"
+        )
+
+
+def test_json_files_are_named_with_the_pandas_line_that_converts_them(tmp_path: Path) -> None:
+    """review115 F5: a JSON array of records, indented or not, a JSON object of columns, and JSON
+    Lines (one object a line) were read as CSV text ('no data rows', '1 column', 'not a number')."""
+    records = [{"a": a, "b": b, "y": y} for a, b, y in _rows()]
+    columns = {key: [record[key] for record in records] for key in ("a", "b", "y")}
+    convert = (
+        "torchlean reads CSV; convert it, e.g. with pandas: pandas.read_json(FILE{}).to_csv(NEW_FILE, "
+        "index=False)"
+    )
+    cases = [
+        (json.dumps(records), "JSON", "[{", ""),
+        (json.dumps(records, indent=2), "JSON", "[{", ""),
+        ("\ufeff" + json.dumps(columns), "JSON", '{"', ""),
+        (json.dumps(columns, indent=1), "JSON", '{"', ""),
+        ("".join(json.dumps(record) + "\n" for record in records), "JSON Lines (a JSON object a line)", '{"',
+         ", lines=True"),
+    ]
+    for text, what, start, lines in cases:
+        path = tmp_path / "t.json"
+        path.write_bytes(text.encode())
+        with pytest.raises(data.DataError) as info:
+            data.load(path)
+        assert str(info.value) == (
+            f"{path}: the file looks like {what}, not CSV text (it starts with {start!r}): "
+            f"{convert.format(lines)}"
+        )
+    # a CSV file whose first name holds a bracket is CSV text
+    path = tmp_path / "brackets.csv"
+    path.write_text("[a] {b},y\n" + "".join(f"{a},{y}\n" for a, _, y in _rows()))
+    assert data.load(path).feature_names == ("[a] {b}",)
+
+
+def test_a_pytorch_checkpoint_is_named_with_the_way_to_load_its_weights(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review115 F5: a torch.save file given as the checkpoint said "entry 'pt/data.pkl' is not a
+    numpy array"; predict, inspect and --resume name it, in either of torch.save's formats."""
+    torch = pytest.importorskip("torch")
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text(_csv_text())
+    weights = {"weight": torch.zeros(2, 2)}
+    modern, legacy = tmp_path / "pt.pt", tmp_path / "old.pt"
+    torch.save(weights, modern)
+    torch.save(weights, legacy, _use_new_zipfile_serialization=False)
+    advice = (
+        "which torchlean does not read (it unpickles nothing): a torchlean checkpoint is written by "
+        "torchlean train --save or checkpoint.save; to use a torch state_dict's weights, read it with torch "
+        "(state = torch.load(PATH, weights_only=True)) and load it into a torchlean model with "
+        "model.load_state(state) (strict=False to load a part)"
+    )
+    for path, what in ((modern, "a zip archive holding 'pt/data.pkl'"),
+                       (legacy, "its legacy pickle format, before torch 1.6")):
+        expected = f"error: {path}: a PyTorch checkpoint written by torch.save ({what}), {advice}\n"
+        for argv in (("predict", str(path), "--dataset", str(csv_path)), ("inspect", str(path)),
+                     ("train", "--resume", str(path))):
+            assert cli(capsys, *argv) == (2, "", expected), argv
