@@ -15,6 +15,7 @@ column).
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -65,6 +66,58 @@ def _decimal_comma(cell: str, delimiter: str) -> str | None:
     return pointed if _is_number(pointed) else None
 
 
+_MINUS = "\u2212"
+"""U+2212 MINUS SIGN, which word processors and some locales' number formats write for ``-``."""
+
+_GROUPED = re.compile(
+    r"(?P<sign>[+-]?)(?P<int>\d{1,3}(?P<sep>[, \u00a0\u202f'.])\d{3}(?:(?P=sep)\d{3})*)(?P<frac>[.,]\d+)?"
+)
+"""A number written with a thousands separator (``1,000``, ``1 000``, ``1'000``, ``1.000.000``,
+with a no-break or narrow no-break space too) and an optional fraction after a point or comma
+(``1,000.5``, ``1 000,5``, ``1.000,5``)."""
+
+
+def _ungrouped(text: str) -> str | None:
+    """``text`` (blanks around it stripped) without its thousands separators, written with a
+    decimal point (``1,000.5`` → ``1000.5``, ``1.000,5`` → ``1000.5``), when it is a number
+    written with them (:data:`_GROUPED`; its fraction on the other side of the separator: not
+    ``1,000,5``); else ``None``."""
+    found = _GROUPED.fullmatch(text)
+    if found is None:
+        return None
+    sep, frac = found["sep"], found["frac"] or ""
+    if frac[:1] == sep:  # '1,000,5', '1.000.5': no fraction after the separator itself
+        return None
+    number = f"{found['sign']}{found['int'].replace(sep, '')}{'.' + frac[1:] if frac else ''}"
+    return number if _is_number(number) else None
+
+
+def _number_hint(cell: str, delimiter: str) -> str:
+    """Why ``cell``, which is no number, may be one written otherwise (``""`` else): a decimal
+    comma under another ``delimiter`` than the comma (:func:`_decimal_comma`), U+2212 MINUS SIGN
+    for ``-``, or thousands separators (:func:`_ungrouped`; under another delimiter, ``1,000`` is
+    a decimal comma or a thousands separator, both named), each with the number to write
+    (review115 F6)."""
+    text = cell.strip()
+    minus = text.replace(_MINUS, "-")
+    pointed = _decimal_comma(minus, delimiter)
+    grouped = _ungrouped(minus)
+    sign = "U+2212 MINUS SIGN and " if minus != text else ""
+    if sign and _is_number(minus):  # '−1.738': a minus sign only, no thousands
+        return f" (U+2212 MINUS SIGN is not read as a minus: write {minus})"
+    if pointed is not None:
+        thousands = f"; or, if ',' separates thousands, write {grouped}" if grouped is not None else ""
+        return f" ({sign}decimal commas are not read: write {pointed}{thousands})"
+    if grouped is not None:
+        return f" ({sign}thousands separators are not read: write {grouped})"
+    return ""
+
+
+def _respelled(cell: str, delimiter: str) -> bool:
+    """Whether ``cell`` is a number written otherwise (:func:`_number_hint`)."""
+    return bool(_number_hint(cell, delimiter))
+
+
 MISSING_VALUES = frozenset({"", "NA", "N/A", "n/a", "NULL", "null", "None", "\\N", "?", "#N/A", "-"})
 """Cells that spreadsheets, databases, R and pandas write for a missing value (pandas an empty
 cell; MySQL ``\\N``), besides ``nan``, which is read as a number and refused as not finite."""
@@ -74,12 +127,12 @@ _MISSING_HINT = " (a missing value? torchlean reads none: remove such rows)"
 
 def _not_a_number(cell: str, delimiter: str, *, missing: bool = True) -> str:
     """``not a number: '1,5'``, with ``(decimal commas are not read: write 1.5)`` for a decimal
-    comma (:func:`_decimal_comma`), and, when ``missing``, a missing-value hint for the cells of
+    comma (:func:`_decimal_comma`), the like for U+2212 MINUS SIGN and thousands separators
+    (:func:`_number_hint`: ``not a number: '1,000' (thousands separators are not read: write
+    1000)``), and, when ``missing``, a missing-value hint for the cells of
     :data:`MISSING_VALUES` (review37 F5)."""
-    pointed = _decimal_comma(cell, delimiter)
-    if pointed is not None:
-        hint = f" (decimal commas are not read: write {pointed})"
-    else:
+    hint = _number_hint(cell, delimiter)
+    if not hint:
         hint = _MISSING_HINT if missing and cell.strip() in MISSING_VALUES else ""
     return f"not a number: {_cell_shown(cell)}{hint}"
 
@@ -100,7 +153,8 @@ def _number(
 
     Raises:
         DataError: not a number (a decimal comma, read with another ``delimiter`` than the
-            comma, says so: ``not a number: '1,5' (decimal commas are not read: write 1.5)``);
+            comma, says so: ``not a number: '1,5' (decimal commas are not read: write 1.5)``;
+            so do U+2212 MINUS SIGN and thousands separators: :func:`_number_hint`);
             ``nan``/``inf`` spelled out (not a finite number); a number beyond ``dtype``'s range
             (``1e200`` for float32, ``1e400`` for float64), naming the largest magnitude
             ``dtype`` holds.

@@ -76,9 +76,9 @@ import numpy.typing as npt
 from torchlean import _delimiter, _whitespace
 from torchlean._cells import (
     _cell_shown,
-    _decimal_comma,
     _is_number,
     _number,
+    _respelled,
     _shown,
     display_name,
     nfc,
@@ -386,11 +386,13 @@ class Table:
     def _label_hint(self, index: int) -> str:
         """``(feature columns must be numbers: if y is categorical, one-hot encode it, e.g. with
         pandas.get_dummies; if it is the label, pass label_column='y' (CLI: --label-column y))``
-        when feature column ``index`` holds no number in any row (a decimal comma, under another
-        delimiter than the comma, counts as one) and some non-blank cell (text, as a label column or
-        a categorical feature holds; review86 F9: the label only was asked about), else ``""``."""
+        when feature column ``index`` holds no number in any row (a number written otherwise, with a
+        decimal comma under another delimiter than the comma, U+2212 MINUS SIGN or thousands
+        separators, counts as one: :func:`torchlean._cells._number_hint`) and some non-blank cell
+        (text, as a label column or a categorical feature holds; review86 F9: the label only was
+        asked about), else ``""``."""
         cells = [row[index].strip() for row in self.rows if len(row) > index]
-        if any(_is_number(cell) or _decimal_comma(cell, self.delimiter) for cell in cells) or not any(cells):
+        if any(_is_number(cell) or _respelled(cell, self.delimiter) for cell in cells) or not any(cells):
             return ""
         name = self.names[index]
         by_name = self.has_header and name and self._name_counts[name] == 1

@@ -186,3 +186,49 @@ def test_a_pytorch_checkpoint_is_named_with_the_way_to_load_its_weights(
         for argv in (("predict", str(path), "--dataset", str(csv_path)), ("inspect", str(path)),
                      ("train", "--resume", str(path))):
             assert cli(capsys, *argv) == (2, "", expected), argv
+
+
+@pytest.mark.parametrize(("cell", "delimiter", "hint"), [
+    ("\u22121.5", ",", "U+2212 MINUS SIGN is not read as a minus: write -1.5"),
+    ("2e\u22123", ",", "U+2212 MINUS SIGN is not read as a minus: write 2e-3"),
+    ("1,000", ",", "thousands separators are not read: write 1000"),
+    ("-12,345,678.25", ",", "thousands separators are not read: write -12345678.25"),
+    ("1 000", ",", "thousands separators are not read: write 1000"),
+    ("1\u00a0000,5", ";", "thousands separators are not read: write 1000.5"),
+    ("1'000", ",", "thousands separators are not read: write 1000"),
+    ("1.000.000", ",", "thousands separators are not read: write 1000000"),
+    ("1.000,5", ";", "thousands separators are not read: write 1000.5"),
+    ("1,000", ";",
+     "decimal commas are not read: write 1.000; or, if ',' separates thousands, write 1000"),
+    ("\u22121,000.5", ",", "U+2212 MINUS SIGN and thousands separators are not read: write -1000.5"),
+    ("\u22121,5", ";", "U+2212 MINUS SIGN and decimal commas are not read: write -1.5"),
+])
+def test_a_minus_sign_or_thousands_separators_get_a_hint(cell: str, delimiter: str, hint: str) -> None:
+    """review115 F6: such cells got a bare "not a number", where a decimal comma gets a hint."""
+    with pytest.raises(data.DataError) as info:
+        data.targets("f.csv", "y", ["1", cell], np.float64, first_line=2, delimiter=delimiter)
+    assert str(info.value) == f"f.csv: line 3, column y: not a number: {cell!r} ({hint})"
+
+
+@pytest.mark.parametrize(
+    "cell", ["1,00", "1,000,5", "12,34,567", "1 00", "1,000.", "\u2212", "a\u22121", "1_000"]
+)
+def test_near_misses_of_a_minus_sign_or_thousands_get_no_hint(cell: str) -> None:
+    with pytest.raises(data.DataError) as info:
+        data.targets("f.csv", "y", [cell], np.float64)
+    assert str(info.value) == f"f.csv: line 1, column y: not a number: {cell!r}"
+
+
+def test_a_feature_column_written_with_a_minus_sign_is_no_categorical_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A column of U+2212 minus signs gets that hint only, not the one-hot advice of a text column."""
+    path = tmp_path / "m.csv"
+    path.write_text("a,b,y\n" + "".join(f"\u2212{abs(a):.3f},{b},{y}\n" for a, b, y in _rows()))
+    first = path.read_text().splitlines()[1].split(",")[0]
+    code, out, err = cli(capsys, "train", "--dataset", str(path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2, column a: not a number: {first!r} (U+2212 MINUS SIGN is not read as a "
+        f"minus: write {first.replace(chr(0x2212), '-')})\n"
+    )
