@@ -269,6 +269,28 @@ def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_load(ca
                                                  test_fraction=0.3, split_seed=0)).split_seed == 0
 
 
+def test_an_edited_fraction_beside_settings_that_predate_the_option_is_caught(capsys, tmp_path):
+    """review118 F1: settings written before --test-fraction take its default 0.2, so a hand-edited
+    field of 0.3 is not caught on load; --resume refuses it (it would train on 0.2's split), and
+    predict --split compares the data split as it scores them (0.3's), so they are not the run's."""
+    saved = tmp_path / "run.npz"
+    ok(capsys, "--dataset", "iris", "--hidden", "4", "--epochs", "1", "--save", str(saved))
+    edited = without_test_fraction(saved, tmp_path / "edited.npz", test_fraction=0.3)
+    assert checkpoint.load(edited).test_fraction == 0.3
+    assert one_line_error(capsys, "train", "--resume", str(edited), "--epochs", "2") == (
+        f"error: checkpoint {edited}: its settings predate --test-fraction (so its run split with the "
+        "default 0.2) but its test_fraction is 0.3 (the split torchlean predict --split recomputes): its "
+        "fields are inconsistent (a checkpoint edited by hand?), and --resume cannot continue it; train a "
+        "new run\n"
+    )
+    for path, matches in ((edited, False), (without_test_fraction(saved, tmp_path / "old.npz"), True)):
+        record = tmp_path / "p.json"
+        code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--split", "test",
+                           "--output", str(tmp_path / "p.csv"), "--report-json", str(record))
+        assert code == 0, err
+        assert json.loads(record.read_text())["data_matches_training"] is matches  # unedited: the run's data
+
+
 # ----------------------------------------------------------------- the checkpoint field
 
 

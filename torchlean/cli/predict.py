@@ -745,7 +745,9 @@ def compare_data(
                 delimiter=delimiter or text("delimiter"), task="regression" if task == "regression" else (
                     "classification" if task == "classification" else None),
                 seed=int(text("seed") or 0), dtype=text("dtype") or "float32",
-                test_fraction=number("test_fraction") or data.TEST_FRACTION,
+                # settings written before --test-fraction lack it: the checkpoint's field is the
+                # split predict --split scores (0.2 unless edited: review118 F1)
+                test_fraction=number("test_fraction") or saved.test_fraction,
                 val_fraction=number("val_fraction"),
             )
 
