@@ -55,19 +55,21 @@ def test_options_match_torch(build, cls, ours, theirs, dtype):
     assert optimizer.param_steps == [8, 7]
 
 
+@pytest.mark.parametrize(("dtype", "sizes"), [(np.float32, (1e20, 1e30)), (np.float64, (1e155, 1e300))])
 @pytest.mark.parametrize("momentum", [0.0, 0.5])
-def test_centered_rmsprop_beyond_float32_squares_matches_torch(momentum):
+def test_centered_rmsprop_beyond_representable_squares_matches_torch(momentum, dtype, sizes):
     """review116 F1: a gradient average past about 1.8e19 has a square float32 cannot hold; torch's
     fused ``v.addcmul(a, a, value=-1)`` gives ``v``'s inf (a zero step), where ``v - a * a`` in
-    float32 was ``inf - inf``, NaN, which then stayed in the parameter."""
-    for size in (1e20, 1e30):
-        params = [np.ones(2, np.float32)]
+    float32 was ``inf - inf``, NaN, which then stayed in the parameter; the same past 1.3e154 in
+    float64 (review118 F2)."""
+    for size in sizes:
+        params = [np.ones(2, dtype)]
         optimizer = optim.rmsprop(0.01, 0.9, 1e-8, 0.01, momentum, True).create(params)
-        tensor = torch.ones(2, requires_grad=True)
+        tensor = torch.tensor(params[0].copy(), requires_grad=True)
         reference = torch.optim.RMSprop([tensor], lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.01,
                                         momentum=momentum, centered=True, foreach=False)
         for _ in range(2):
-            grad = np.full(2, size, np.float32)
+            grad = np.full(2, size, dtype)
             params = optimizer.step(params, [grad])
             tensor.grad = torch.tensor(grad)
             reference.step()

@@ -368,15 +368,19 @@ def _adam_step(
 
 
 def _less_square(v: Array, a: Array) -> Array:
-    """``v - a * a`` rounded once to ``v``'s dtype, as torch's fused ``v.addcmul(a, a, value=-1)``
-    rounds it: float32 operands are subtracted in float64, where ``a * a`` is exact, so an ``a``
-    beyond about 1.8e19 whose square float32 cannot hold gives ``v``'s ``inf`` rather than
-    ``inf - inf = NaN`` (review116 F1); float64 operands as they are. ``[*]`` of ``v``'s dtype."""
-    if v.dtype != np.float32:
-        result: Array = v - a * a
-        return result
-    wide = v.astype(np.float64) - np.square(a.astype(np.float64))
-    return wide.astype(np.float32)
+    """``v - a * a``, as torch's fused ``v.addcmul(a, a, value=-1)`` computes it where ``a * a``
+    is beyond the dtype's range: float32 operands are subtracted in float64, where ``a * a`` is
+    exact, and rounded once to float32, so an ``a`` past about 1.8e19 gives ``v``'s ``inf`` rather
+    than ``inf - inf = NaN`` (review116 F1); float64 operands in float64 (two roundings, a last-bit
+    difference from the fused op as this module allows), an infinite ``v`` giving ``inf`` where
+    ``a * a`` overflows too (past about 1.3e154: review118 F2; a finite ``v`` holds the square of
+    the average, so it does not overflow there). ``[*]`` of ``v``'s dtype."""
+    if v.dtype == np.float32:
+        wide = v.astype(np.float64) - np.square(a.astype(np.float64))
+        return wide.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result: Array = np.where(np.isposinf(v), v, v - a * a)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
