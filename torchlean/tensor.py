@@ -136,15 +136,21 @@ if TYPE_CHECKING:
     from torchlean.backend.acceptance import AcceptedKernel
 
 OperandLike: TypeAlias = (
-    "Tensor | float | Array | np.number[Any] | np.bool_ | list[Any] | tuple[Any, ...] | torch.Tensor"
+    "Tensor | float | Array | np.integer[Any] | np.floating[Any] | np.bool_ | list[Any] | tuple[Any, ...] "
+    "| torch.Tensor"
 )
 """The operands of the arithmetic operators (``+``, ``-``, ``*``, ``/``, their reflected and
 in-place forms) and of :mod:`torchlean.functional`'s ``add``, ``sub``, ``mul``, ``div``,
-``maximum``, ``minimum`` and ``mse_loss``'s target (``functional.Operand``): a Tensor, a number
-(Python or numpy), array data (a numpy array, a list or tuple of numbers) or a ``torch.Tensor``
-that requires no grad, the last three made a constant in the other operand's dtype. A string
-annotation (``torch`` is imported only for type checking). Narrower, it let mypy type ``t + array``
-as numpy's ``ndarray`` (review117 F2)."""
+``maximum``, ``minimum`` and ``mse_loss``'s target (``functional.Operand``): a Tensor, a real
+number (Python or numpy; a complex one is refused), array data (a numpy array, a list or tuple of
+numbers) or a ``torch.Tensor`` that requires no grad, the last three made a constant in the other
+operand's dtype. A string annotation (``torch`` is imported only for type checking). Narrower, it
+let mypy type ``t + array`` as numpy's ``ndarray`` (review117 F2)."""
+
+IntLike: TypeAlias = "int | np.integer[Any]"
+"""An integer argument as the run time takes it (an axis, a seed, a size): a Python or numpy
+integer. Not ``SupportsIndex``, which mypy also fits to a 0-d array, which the run time refuses
+(review117 F4, review118 F5)."""
 
 __all__ = [
     "DEFAULT_DTYPE",
@@ -153,6 +159,7 @@ __all__ = [
     "DeviceError",
     "DeviceLike",
     "DimensionError",
+    "IntLike",
     "OperandLike",
     "Tensor",
     "TensorError",
@@ -1417,10 +1424,10 @@ class Tensor:
 
     def sum(
         self,
-        axis: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
+        axis: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdims: bool | _Unset = _UNSET,
         *,
-        dim: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
+        dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: bool | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
@@ -1446,10 +1453,10 @@ class Tensor:
 
     def mean(
         self,
-        axis: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
+        axis: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdims: bool | _Unset = _UNSET,
         *,
-        dim: SupportsIndex | Sequence[SupportsIndex] | _Unset | None = _UNSET,
+        dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: bool | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as

@@ -36,7 +36,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, SupportsIndex
+from typing import Any, Generic
 
 import numpy as np
 import numpy.typing as npt
@@ -739,7 +739,7 @@ class Trainer(Generic[In, Out]):
         *,
         objective: Objective | str = Objective.MSE,
         config: RunConfig | None = None,
-        seed: SupportsIndex = 0,
+        seed: int | np.integer[Any] = 0,
         input_shape: InputShape | None = None,
         label_smoothing: float = 0.0,
     ) -> None:

@@ -51,7 +51,7 @@ x += np.ones(4)
 
 def reshaped(t: Tensor) -> None:
     t.view(-1)  # E: "Tensor" has no attribute "view"  [attr-defined]
-    t.relu().sum(dim="0")  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "str"; expected "SupportsIndex | Sequence[SupportsIndex] | _Unset | None"  [arg-type]
+    t.relu().sum(dim="0")  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "str"; expected "int | integer[Any] | Sequence[int | integer[Any]] | _Unset | None"  [arg-type]
 
 
 x ** 2  # E: Unsupported operand types for ** ("Tensor" and "int")  [operator]
@@ -62,5 +62,5 @@ np.ones((2, 3)) @ x  # E: matmul takes Tensors only, not array data beside a Ten
 
 
 x.softmax()  # E: Missing positional argument "dim" in call to "softmax" of "Tensor"  [call-arg]
-x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "float"; expected "SupportsIndex | Sequence[SupportsIndex] | _Unset | None"  [arg-type]
+x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "float"; expected "int | integer[Any] | Sequence[int | integer[Any]] | _Unset | None"  [arg-type]
 x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | None"  [arg-type]

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
-from typing import SupportsIndex, TypeVar
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 
 from torchlean._checks import is_int
 from torchlean._tensor_args import _one_spelling, _Unset
 from torchlean.backend.providers.reference.guards import axis_in_range
-from torchlean.tensor import TensorError, TensorTypeError, _preview
+from torchlean.tensor import IntLike, TensorError, TensorTypeError, _preview
 
-Axes = SupportsIndex | Sequence[SupportsIndex] | None
-"""An axis argument: an int (Python or numpy: ``SupportsIndex``, which the checks narrow to ints,
-refusing bools), a sequence of them, or None."""
+Axes: TypeAlias = "IntLike | Sequence[IntLike] | None"
+"""An axis argument: an int (Python or numpy, :data:`torchlean.tensor.IntLike`), a sequence of
+them, or None."""
 _V = TypeVar("_V")
-IntOrTuple = SupportsIndex | Sequence[SupportsIndex]
+IntOrTuple: TypeAlias = "IntLike | Sequence[IntLike]"
 """A size argument: an int (Python or numpy) or a sequence of them."""
 
 

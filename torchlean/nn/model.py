@@ -19,7 +19,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, SupportsIndex, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeAlias, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -449,7 +449,7 @@ def not_a_layer(value: object) -> str:
 
 
 
-InputShape: TypeAlias = Sequence[SupportsIndex] | npt.NDArray[np.integer[Any]]
+InputShape: TypeAlias = Sequence[int | np.integer[Any]] | npt.NDArray[np.integer[Any]]
 """A per-sample input shape as :func:`build` and :class:`~torchlean.trainer.Trainer` take it: a
 tuple, list or ``torch.Size`` of integers (Python or numpy) or a 1-d integer numpy array
 (review117 F4: mypy refused the numpy spellings the run time takes)."""
@@ -458,7 +458,7 @@ def build(
     layer: Layer,
     *,
     input_shape: InputShape | None = None,
-    seed: SupportsIndex = 0,
+    seed: int | np.integer[Any] = 0,
     dtype: npt.DTypeLike = np.float32,
 ) -> Model:
     """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
