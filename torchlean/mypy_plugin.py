@@ -57,7 +57,9 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   Tensor. A numpy ``+``, ``-``, ``*`` or ``/`` (or reflected form) whose operand is a Tensor is
   typed ``Tensor``; a numpy ``@`` with a Tensor operand (``array @ t``, and ``t @ array``, which
   numpy's ``__rmatmul__`` would take) is a ``torchlean-operand`` error, as ``matmul`` takes Tensors
-  only (review117 F2).
+  only (review117 F2), and so is any other numpy operator the run time refuses with a Tensor
+  operand: comparisons (``t > array``, which mypy tries as ``array < t``), ``**``, ``//``, ``%``,
+  ``divmod``, the bitwise ones and an in-place one into an array (``array += t``; review118 F3).
 
 Routes that mypy cannot see (``Any``, ``cast``, ``pickle``, ``getattr``, a ``Callable`` variable
 holding the class, attribute mutation) are refused at runtime by the consumers of the sealed
@@ -189,6 +191,21 @@ NUMPY_ARITHMETIC: Final = frozenset({
 })
 """numpy's operator methods that defer to a Tensor operand's reflected method at run time."""
 NUMPY_MATMUL: Final = frozenset({"__matmul__", "__rmatmul__"})
+NUMPY_REFUSED: Final = {
+    **{f"__{name}__": symbol for name, symbol in (
+        ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("pow", "**"), ("rpow", "**"),
+        ("floordiv", "//"), ("rfloordiv", "//"), ("mod", "%"),
+        ("rmod", "%"), ("divmod", "divmod"), ("rdivmod", "divmod"), ("and", "&"), ("rand", "&"),
+        ("or", "|"), ("ror", "|"), ("xor", "^"), ("rxor", "^"), ("lshift", "<<"), ("rlshift", "<<"),
+        ("rshift", ">>"), ("rrshift", ">>"))},
+    **{f"__i{name}__": f"{symbol}=" for name, symbol in (
+        ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("matmul", "@"), ("pow", "**"),
+        ("floordiv", "//"), ("mod", "%"), ("and", "&"), ("or", "|"), ("xor", "^"), ("lshift", "<<"),
+        ("rshift", ">>"))},
+}
+"""numpy's operator methods that the run time refuses with a Tensor operand (numpy defers to the
+Tensor, which has no such op, or refuses an in-place write of one into an array), and the
+operator each spells (review118 F3: typed ``ndarray`` without an error)."""
 MATMUL_ARRAY: Final = (
     "matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make "
     "the array a Tensor first: tl.tensor(array, dtype=t.dtype)"
@@ -314,6 +331,17 @@ def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
             return ctx.default_return_type
         if method in NUMPY_MATMUL:
             ctx.api.fail(MATMUL_ARRAY, ctx.context, code=OPERAND)
+        elif method in NUMPY_REFUSED:
+            symbol = NUMPY_REFUSED[method]
+            ctx.api.fail(
+                f"{symbol} of a torchlean Tensor into array data is refused at run time (numpy cannot write "
+                "a Tensor in place): make the array a Tensor first, or write t.numpy() for values"
+                if symbol.endswith("=") else
+                f"{symbol} of array data and a torchlean Tensor is refused at run time (it is no op of the "
+                "backend catalog): compute on t.numpy() for values",
+                ctx.context, code=OPERAND,
+            )
+            return ctx.default_return_type
         return proper
 
     return hook
@@ -770,7 +798,8 @@ class TorchLeanPlugin(Plugin):
         if unbound is not None and unbound["owner"] in self._private_object_bases():
             return _unbound_method_hook
         owner, _, method = fullname.rpartition(".")
-        if owner.startswith("numpy.") and method in NUMPY_ARITHMETIC | NUMPY_MATMUL:
+        numpy_operator = method in NUMPY_ARITHMETIC or method in NUMPY_MATMUL or method in NUMPY_REFUSED
+        if owner.startswith("numpy.") and numpy_operator:
             return _numpy_operator_hook(method)
         if method == "__new__" and self._new_owner(owner):
             display = "object" if owner == OBJECT else owner.rpartition(".")[2]
