@@ -563,11 +563,9 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"{named}: cannot read the file: {error.strerror or error}") from None
     if is_dir:
         raise DataError(f"dataset path is a directory, not a CSV file: {named}")
-    if exists and _file_as_folder(given):  # Path drops a final "/" or "/.", the system does not
-        raise DataError(
-            f"dataset path {named} names a folder (a final / or /.), but {escaped(str(file))} is a file: "
-            f"give {escaped(str(file))}"
-        )
+    if _file_as_folder(given):  # Path drops a final "/" or "/.", the system does not (ok.csv/..)
+        give = f": {escaped(str(file))} is the file, give that" if exists else ""
+        raise DataError(f"dataset path {named} takes a file for a folder (a / after a file's name){give}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")

@@ -387,7 +387,7 @@ class Checkpoint:
     --report-json``: a non-empty list of mappings with exactly the keys :data:`CAPSULE_KEYS`, the
     labels ``op``, ``provider``, ``device``, ``trust``, ``vjp`` and ``reduction`` labels of their
     vocabulary (:data:`CAPSULE_LABELS`), ``device`` the ``profile``'s device, ``capsule`` a
-    non-empty string, each op and capsule name once, ``contracts`` a mapping of the four
+    non-empty string, each pair of op and capsule name once, ``contracts`` a mapping of the four
     obligations (``shape``, ``layout``, ``value``, ``vjp``) to their descriptors as
     ``audit_to_json`` writes them (``claim``: ``kind``, ``op`` (the row's), ``label`` and the
     optional ``layout`` and ``mode``; ``summary``; ``evidence``: ``kind``, ``name`` (a string or

@@ -747,8 +747,14 @@ def test_csv_file_named_as_a_folder(tmp_path: Path) -> None:
         with pytest.raises(DataError) as info:
             data.load(f"{table}{suffix}")
         assert str(info.value) == (
-            f"dataset path {table}{suffix} names a folder (a final / or /.), but {table} is a file: "
-            f"give {table}"
+            f"dataset path {table}{suffix} takes a file for a folder (a / after a file's name): {table} is "
+            "the file, give that"
+        )
+    for suffix in ("/..", "/x.csv"):  # review118 F8: not "not found", which reads as a missing file
+        with pytest.raises(DataError) as info:
+            data.load(f"{table}{suffix}")
+        assert str(info.value) == (
+            f"dataset path {table}{suffix} takes a file for a folder (a / after a file's name)"
         )
     with pytest.raises(DataError, match="dataset file not found"):  # a folder that is not there
         data.load(f"{tmp_path / 'absent.csv'}/")

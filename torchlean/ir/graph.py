@@ -94,7 +94,8 @@ class Graph:
               parent id that is not a Python or numpy integer (a bool, float or string) gives
               ``IR graph: node i: parent id 0.5 (float) is not an integer (accepted: an int in
               0..i-1) (parents=(0.5,), kind=relu)``; an id that is not an integer gives the id
-              discipline message (``nodes[1].id = True``); checked last, a declared ``out_shape``
+              discipline message (``nodes[1].id = True``); checked after each node's parents (so node 0's
+              bad extent is named before node 1's bad parent), a declared ``out_shape``
               extent that is not a Python or numpy integer >= 0 (the original's extents are
               naturals, so acceptance must not pass such a graph: review117 F6) gives ``IR graph:
               node i: outShape extent -4 is negative (accepted: integers >= 0) (Node(...))`` or
