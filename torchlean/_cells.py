@@ -70,11 +70,13 @@ _MINUS = "\u2212"
 """U+2212 MINUS SIGN, which word processors and some locales' number formats write for ``-``."""
 
 _GROUPED = re.compile(
-    r"(?P<sign>[+-]?)(?P<int>\d{1,3}(?P<sep>[, \u00a0\u202f'.])\d{3}(?:(?P=sep)\d{3})*)(?P<frac>[.,]\d+)?"
+    r"(?P<sign>[+-]?)(?P<int>[1-9]\d{0,2}(?P<sep>[, \u00a0\u202f'.])\d{3}(?:(?P=sep)\d{3})*)"
+    r"(?P<frac>[.,]\d+)?"
 )
 """A number written with a thousands separator (``1,000``, ``1 000``, ``1'000``, ``1.000.000``,
 with a no-break or narrow no-break space too) and an optional fraction after a point or comma
-(``1,000.5``, ``1 000,5``, ``1.000,5``)."""
+(``1,000.5``, ``1 000,5``, ``1.000,5``); its first group does not start with 0 (``0,001`` is a
+decimal comma, never thousands: review119 F5)."""
 
 
 def _ungrouped(text: str) -> str | None:

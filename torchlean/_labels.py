@@ -55,6 +55,7 @@ from torchlean._cells import (
     _line,
     _not_a_number,
     _number,
+    _respelled,
     _shown,
     display_name,
     nfc,
@@ -198,7 +199,9 @@ def _labels(
     if task is None and not inferred and len(filled) >= 3 and len(set(map(nfc, labels))) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
     text_names = {labels[r] for r in text}
-    if task == "regression" and comma is None and len(text) == len(filled) and len(text_names) > 1:
+    respelled = any(_respelled(cells[r], delimiter) for r in text)  # '−2.04', '1,345': numbers (review119 F1)
+    if (task == "regression" and comma is None and not respelled and len(text) == len(filled)
+            and len(text_names) > 1):
         # review115 F6: class names under task='regression' were a bare "not a number"
         raise DataError(
             f"{file}: line {_line(first_line, text[0])}, column {display_name(column)}: "

@@ -202,6 +202,7 @@ def test_a_pytorch_checkpoint_is_named_with_the_way_to_load_its_weights(
      "decimal commas are not read: write 1.000; or, if ',' separates thousands, write 1000"),
     ("\u22121,000.5", ",", "U+2212 MINUS SIGN and thousands separators are not read: write -1000.5"),
     ("\u22121,5", ";", "U+2212 MINUS SIGN and decimal commas are not read: write -1.5"),
+    ("0,001", ";", "decimal commas are not read: write 0.001"),  # review119 F5: no thousands reading
 ])
 def test_a_minus_sign_or_thousands_separators_get_a_hint(cell: str, delimiter: str, hint: str) -> None:
     """review115 F6: such cells got a bare "not a number", where a decimal comma gets a hint."""
@@ -232,3 +233,19 @@ def test_a_feature_column_written_with_a_minus_sign_is_no_categorical_column(
         f"error: {path}: line 2, column a: not a number: {first!r} (U+2212 MINUS SIGN is not read as a "
         f"minus: write {first.replace(chr(0x2212), '-')})\n"
     )
+
+
+@pytest.mark.parametrize(
+    "cells", [["\u22122.04", "\u22123.5", "\u22121.5"], ['"1,345"', '"2,000"', '"3,001"']]
+)
+def test_regression_on_numbers_written_otherwise_gets_only_their_hint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, cells: list[str]
+) -> None:
+    """review119 F1: numbers written with U+2212 or thousands separators under --task regression
+    got their hint and also "this column holds class names ... pass --task classification"."""
+    path = tmp_path / "r.csv"
+    path.write_text("a,y\n" + "".join(f"{i},{cell}\n" for i, cell in enumerate(cells * 4)))
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--task", "regression")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}: line 2, column y: not a number: ") and err.count("\n") == 1, err
+    assert "write " in err and "class names" not in err and "classification" not in err, err
