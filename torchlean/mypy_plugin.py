@@ -336,7 +336,7 @@ def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
             ctx.api.fail(
                 f"{symbol} of a torchlean Tensor into array data is refused at run time (numpy cannot write "
                 "a Tensor in place): make the array a Tensor first, or write t.numpy() for values"
-                if symbol.endswith("=") else
+                if method.startswith("__i") else  # __iadd__ ...: no comparison starts so
                 f"{symbol} of array data and a torchlean Tensor is refused at run time (it is no op of the "
                 "backend catalog): compute on t.numpy() for values",
                 ctx.context, code=OPERAND,

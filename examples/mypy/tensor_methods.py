@@ -60,6 +60,7 @@ x < 0.0  # E: Unsupported operand types for > ("float" and "Tensor")  [operator]
 x @ np.ones((4, 2))  # E: Unsupported operand types for @ ("Tensor" and "ndarray[tuple[int, int], dtype[float64]]")  [operator]
 np.ones((2, 3)) @ x  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand]
 x > np.ones(4)  # E: < of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand]
+np.ones(4) <= x  # E: <= of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand]
 np.ones(4) ** x  # E: ** of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand]
 array = np.ones(4)
 array += x  # E: += of a torchlean Tensor into array data is refused at run time (numpy cannot write a Tensor in place): make the array a Tensor first, or write t.numpy() for values  [torchlean-operand]
