@@ -1236,7 +1236,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
-            ``os.PathLike`` or is empty, ``path`` is a directory (``it is a directory``) or another
+            ``os.PathLike`` or is empty, ``path`` names a folder by its spelling (a final ``/``,
+            ``.`` or ``..``, as the CLI's ``--save`` refuses it), is a directory (``it is a
+            directory``) or another
             existing path that is not a regular file (a device or a pipe), or the file cannot be
             written (naming the path and the operating system's reason); an entry that is not a
             bool, integer, float or text array, which ``np.savez`` would pickle (naming it;
@@ -1245,6 +1247,12 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
     _check_path(path)
+    given = os.fspath(path)
+    if given.endswith(("/", os.sep)) or os.path.basename(given) in (".", ".."):  # review119 F4
+        raise CheckpointError(  # realpath would drop a final "/" and write the file "newdir"
+            f"cannot write checkpoint {path}: it names a folder (a final /, . or ..); give a file path, as "
+            "torchlean train --save takes it"
+        )
     file = Path(os.path.realpath(path))  # through a symbolic link: the link keeps naming the checkpoint
     if file.is_dir():  # review115 F6: named as the CLI names it, not as "a device or a pipe"
         raise CheckpointError(f"cannot write checkpoint {path}: it is a directory; give a file path")

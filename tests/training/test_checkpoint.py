@@ -1229,6 +1229,13 @@ def test_save_to_a_directory_says_it_is_one_as_the_cli_does(capsys, tmp_path, ir
     assert folder.is_dir() and list(folder.iterdir()) == []
     code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(folder))
     assert (code, out, err) == (2, "", f"error: cannot write --save {folder}: it is a directory\n")
+    for end in ("/", "/.", "/.."):  # review119 F4: "newdir/" wrote the file newdir
+        given = f"{tmp_path / 'newdir'}{end}"
+        with pytest.raises(CheckpointError) as info:
+            checkpoint.save(given, saved)
+        assert str(info.value) == (f"cannot write checkpoint {given}: it names a folder (a final /, . or "
+                                   "..); give a file path, as torchlean train --save takes it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.npz", "link.npz"]
 
 
 def test_save_follows_a_link_and_keeps_the_permissions_a_plain_write_gives(tmp_path, iris_checkpoint):
