@@ -152,8 +152,9 @@ class Dataset:
 
     ``constant_note`` names the feature columns (and a regression target) that are constant in
     the part trained on (their values all equal: values that differ by so little that float64
-    computes their deviation as 0 or subnormal, below about 1.49e-154, are refused by
-    :func:`load`, asking to rescale the column, not called constant: review115 F3): they carry no
+    computes their deviation as 0, or from a subnormal variance more than 0.1% off, which happens
+    only below about 1.49e-154, are refused by :func:`load`, asking to rescale the column, not
+    called constant: review115 F3, review119 F3): they carry no
     information, and are scaled with scale 1 (as scikit-learn's
     ``StandardScaler`` scales a zero-variance column), so they standardise to 0 up to the rounding
     of their mean (scikit-learn's mean of a constant column of large values, 12345678901.234567,
@@ -357,7 +358,8 @@ def load(
             ``seed``, ``test_fraction`` (a real number, not a bool or a string, in ``(0, 1)``) or
             ``dtype``, a split that leaves no train or test sample or a single class to train on,
             a column whose standardisation overflows, or whose values are not all equal but
-            whose standard deviation underflows (below about 1.49e-154) (column named); ``label_column``,
+            whose standard deviation underflows (0, or a subnormal variance's more than 0.1% off,
+            below about 1.49e-154) (column named); ``label_column``,
             ``header``, ``task`` or ``delimiter`` given for a shipped dataset; a bad
             ``val_fraction`` or a validation split it cannot make (:func:`validation_rows`); a
             ``delimiter`` that :func:`read_csv` refuses (naming it, why, and those accepted).
@@ -529,8 +531,9 @@ def _split(
             or standard deviation is not finite in float64, or whose standardised values are not
             finite in ``dtype``; a regression target whose train-split mean or standard deviation
             is not finite in float64 (``torchlean train`` standardises it); a feature or regression
-            target whose train-split values are not all equal but whose standard deviation is
-            below about 1.49e-154, where float64 computes it as 0 or subnormal; a bad
+            target whose train-split values are not all equal but whose standard deviation float64
+            computes as 0 or, from a subnormal variance (below about 1.49e-154), more than 0.1%
+            off; a bad
             ``val_fraction`` or a validation split it cannot make.
     """
     from sklearn.preprocessing import StandardScaler
@@ -634,7 +637,8 @@ def _check_statistics(
     """Refuse the first column whose train-split ``mean`` or ``std`` (float64, one per column of
     ``values``, the train rows) is not finite: standardising it would give NaN or infinity; then
     the first whose values are not all equal but whose ``std`` is below ``2**-511`` (about
-    1.49e-154, the square root of float64's smallest normal number, :func:`_check_underflow`).
+    1.49e-154, the square root of float64's smallest normal number) and 0 or more than 0.1% off
+    the true deviation (:func:`_check_underflow`).
 
     scikit-learn's ``StandardScaler`` and ``np.std`` sum the squared deviations from the mean
     before dividing by the row count ``n``, so the deviation is infinite from
@@ -675,16 +679,17 @@ def _check_statistics(
 def _check_underflow(source: str, columns: Sequence[str], values: Array, std: Array, what: str) -> None:
     """Refuse the first column whose train-split values (``values``, one column each) are not all
     equal but whose ``std`` (float64, as scikit-learn's ``StandardScaler`` and ``np.std`` compute
-    it) is below ``2**-511``, about 1.49e-154: its squared deviations from the mean then sum below
-    float64's smallest normal number, to a subnormal holding few bits or to 0, which would make
-    the column "constant" and scale it with scale 1 (values near 1e-170, which decide the label,
-    were dropped in effect and called constant: review115 F3). A column whose values are all equal
-    passes (it is constant, and :func:`_split` notes it). The message gives the column's true
-    deviation, computed on the values divided by their largest magnitude.
+    it) is below ``2**-511``, about 1.49e-154, and off the true deviation: its squared deviations
+    from the mean then sum below float64's smallest normal number, to 0 (values near 1e-170, which
+    decide the label, were called constant and scaled with scale 1: review115 F3) or to a
+    subnormal holding too few bits to give the deviation within :data:`_UNDERFLOW_TOLERANCE`
+    (0.1%); a subnormal that still gives it that closely standardises the column as before
+    (review119 F3). A column whose values are all equal passes (it is constant, and :func:`_split`
+    notes it). The true deviation is computed on the values divided by their largest magnitude.
 
     Raises:
-        DataError: naming ``source``, the column, its range, its true deviation and the limit, and
-            asking to rescale the column.
+        DataError: naming ``source``, the column, its range, its true deviation, what float64
+            computes, and asking to rescale the column.
     """
     limit = math.sqrt(float(np.finfo(np.float64).tiny))  # 2**-511: exact, as tiny is 2**-1022
     for j in np.flatnonzero(std < limit):
@@ -694,16 +699,25 @@ def _check_underflow(source: str, columns: Sequence[str], values: Array, std: Ar
             continue
         largest = max(abs(low), abs(high))  # positive: the values are not all equal
         true_std = largest * float(np.std(column / largest))
-        computed = ("0, as for a column whose values are all equal" if std[j] == 0.0
-                    else f"{float(std[j]):.6g}, from a subnormal variance holding too few bits")
+        off = abs(float(std[j]) - true_std) / true_std
+        if std[j] != 0.0 and off <= _UNDERFLOW_TOLERANCE:
+            continue
+        computed = ("0, as for a column whose values are all equal" if std[j] == 0.0 else
+                    f"{float(std[j]):.6g}, {off:.2%} off, from a subnormal variance holding too few bits")
         raise DataError(
             f"{source}: {what} {display_name(columns[int(j)])}: standardising it underflows float64: the "
             f"train split's values are not all equal (they range from {low:.6g} to {high:.6g}) and their "
-            f"standard deviation is {_shown_against(true_std, limit)}, but their squared deviations from "
-            f"the mean sum below float64's smallest normal number, so it computes as {computed} "
-            f"(accepted: a standard deviation of at least {_shown_against(limit, true_std)}, or values "
-            "all equal, a constant column; rescale the column)"
+            f"standard deviation is {true_std:.6g}, but their squared deviations from the mean sum below "
+            f"float64's smallest normal number, so it computes as {computed} (accepted: a standard "
+            f"deviation float64 computes within {_UNDERFLOW_TOLERANCE:.1%}, which any of at least "
+            f"{limit:.6g} is, or values all equal, a constant column; rescale the column)"
         )
+
+
+_UNDERFLOW_TOLERANCE = 1e-3
+"""How far (relatively) a standard deviation float64 computes from a subnormal variance may be off
+the true one for :func:`_check_underflow` to accept the column (its standardised values then
+have a deviation within 0.1% of 1)."""
 
 
 def _shown_against(value: float, other: float) -> str:
