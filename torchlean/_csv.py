@@ -511,8 +511,9 @@ def _nfc_names_note(shown: str, names: Sequence[str]) -> list[str]:
         if names[j] != name:
             return [
                 f"{shown}: columns {j} and {i} are named {quoted(names[j])} and {quoted(name)}, one name in "
-                "Unicode NFC form (its accents composed or combining), which they print alike: label_column "
-                "(CLI: --label-column) and torchlean predict compare names in that form, so name them apart"
+                "Unicode NFC form (its accents composed or combining), which they print alike: a label "
+                "column chosen by name and torchlean predict's header matching compare names in that form, "
+                "so name them apart"
             ]
     return []
 

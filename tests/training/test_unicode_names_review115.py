@@ -101,8 +101,8 @@ def test_label_column_names_compare_in_nfc_form(tmp_path: Path) -> None:
     )
     assert (
         f"{twice}: columns 0 and 1 are named 'caf\u00e9' and 'cafe\\u0301', one name in Unicode NFC form "
-        "(its accents composed or combining), which they print alike: label_column (CLI: --label-column) and "
-        "torchlean predict compare names in that form, so name them apart"
+        "(its accents composed or combining), which they print alike: a label column chosen by name and "
+        "torchlean predict's header matching compare names in that form, so name them apart"
     ) in data.load(str(twice)).notes
 
 
