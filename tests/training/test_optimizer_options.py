@@ -77,6 +77,19 @@ def test_centered_rmsprop_beyond_representable_squares_matches_torch(momentum, d
         assert np.isfinite(params[0]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_squared_average_subtraction_matches_torchs_fused_op_at_infinities(dtype):
+    """``v - a*a`` as ``v.addcmul(a, a, value=-1)`` gives it: an infinite ``v`` stays inf past a
+    finite ``a``'s overflowing square, an infinite or NaN ``a`` gives NaN (review119: inf there)."""
+    from torchlean.optim._records import _less_square
+
+    big = 1e20 if dtype == np.float32 else 1e200
+    v = np.array([np.inf, np.inf, np.inf, 4.0, np.nan], dtype)
+    a = np.array([big, np.inf, np.nan, 1.0, 1.0], dtype)
+    theirs = torch.tensor(v).addcmul(torch.tensor(a), torch.tensor(a), value=-1).numpy()
+    np.testing.assert_array_equal(_less_square(v, a), theirs)
+
+
 def test_the_options_change_the_updates():
     """Each option moves the parameters differently from the plain optimizer (the comparisons above
     can fail)."""

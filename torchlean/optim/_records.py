@@ -372,14 +372,15 @@ def _less_square(v: Array, a: Array) -> Array:
     is beyond the dtype's range: float32 operands are subtracted in float64, where ``a * a`` is
     exact, and rounded once to float32, so an ``a`` past about 1.8e19 gives ``v``'s ``inf`` rather
     than ``inf - inf = NaN`` (review116 F1); float64 operands in float64 (two roundings, a last-bit
-    difference from the fused op as this module allows), an infinite ``v`` giving ``inf`` where
-    ``a * a`` overflows too (past about 1.3e154: review118 F2; a finite ``v`` holds the square of
-    the average, so it does not overflow there). ``[*]`` of ``v``'s dtype."""
-    if v.dtype == np.float32:
-        wide = v.astype(np.float64) - np.square(a.astype(np.float64))
-        return wide.astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        result: Array = np.where(np.isposinf(v), v, v - a * a)
+    difference from the fused op as this module allows), an infinite ``v`` giving ``inf`` where a
+    finite ``a``'s square overflows too (past about 1.3e154: review118 F2; a finite ``v`` holds the
+    square of the average, so it does not overflow there), an infinite or NaN ``a`` NaN, as the
+    fused op gives (review119). ``[*]`` of ``v``'s dtype."""
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: NaN, as torch, quietly
+        if v.dtype == np.float32:
+            wide = v.astype(np.float64) - np.square(a.astype(np.float64))
+            return wide.astype(np.float32)
+        result: Array = np.where(np.isposinf(v) & np.isfinite(a), v, v - a * a)  # inf a: NaN, as torch
     return result
 
 
