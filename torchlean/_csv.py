@@ -564,7 +564,9 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"{named}: cannot read the file: {error.strerror or error}") from None
     if is_dir:
         raise DataError(f"dataset path is a directory, not a CSV file: {named}")
-    if _file_as_folder(given):  # Path drops a final "/" or "/.", the system does not (ok.csv/..)
+    # Path drops a final "/" or "/.", the system does not (ok.csv/..); a name with blanks at an end
+    # ('ok.csv/ ') is named as not found, with a word on its blanks (review110 F5)
+    if given.strip(" \t") == given and _file_as_folder(given):
         give = f": {escaped(str(file))} is the file, give that" if exists else ""
         raise DataError(f"dataset path {named} takes a file for a folder (a / after a file's name){give}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
