@@ -199,7 +199,8 @@ def _labels(
     if task is None and not inferred and len(filled) >= 3 and len(set(map(nfc, labels))) == len(labels):
         _refuse_one_class_per_row(file, column, labels, numeric)
     text_names = {labels[r] for r in text}
-    respelled = any(_respelled(cells[r], delimiter) for r in text)  # '−2.04', '1,345': numbers (review119 F1)
+    # the cell named is a number written otherwise ('−2.04', '1,345': review119 F1), not a class name
+    respelled = bool(text) and _respelled(cells[text[0]], delimiter)
     if (task == "regression" and comma is None and not respelled and len(text) == len(filled)
             and len(text_names) > 1):
         # review115 F6: class names under task='regression' were a bare "not a number"

@@ -13,13 +13,16 @@ from __future__ import annotations
 import enum
 import warnings
 from collections.abc import Sequence
-from typing import Any, Final, SupportsIndex, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
 
 from torchlean._checks import shown
 from torchlean._tensor_errors import TensorTypeError, _preview
 from torchlean.backend.errors import GuardError
+
+if TYPE_CHECKING:
+    from torchlean.tensor import IntLike
 
 
 class _Unset(enum.Enum):
@@ -82,10 +85,10 @@ def _dim(method: str, name: str, value: object, ndim: int, extent: int) -> int:
 
 def _sizes_or_keyword(
     method: str,
-    args: tuple[SupportsIndex | Sequence[SupportsIndex], ...],
+    args: tuple[IntLike | Sequence[IntLike], ...],
     keyword: str,
-    value: SupportsIndex | Sequence[SupportsIndex] | _Unset,
-) -> tuple[SupportsIndex | Sequence[SupportsIndex], ...]:
+    value: IntLike | Sequence[IntLike] | _Unset,
+) -> tuple[IntLike | Sequence[IntLike], ...]:
     """The sizes of ``t.reshape``/``t.permute``/``t.expand``, given positionally (``args``) or as
     torch's keyword (``shape=``, ``dims=``, ``size=``: ``value``), as :func:`_shape_args` reads them.
 
@@ -109,7 +112,7 @@ def _sizes_or_keyword(
     return (value,)
 
 
-def _shape_args(args: tuple[SupportsIndex | Sequence[SupportsIndex], ...]) -> Sequence[Any]:
+def _shape_args(args: tuple[IntLike | Sequence[IntLike], ...]) -> Sequence[Any]:
     """``t.reshape(2, 3)`` and ``t.reshape((2, 3))`` alike: the entries, unconverted (the
     functional op checks that each is an integer)."""
     if len(args) == 1 and isinstance(args[0], Sequence):

@@ -698,8 +698,8 @@ def _check_underflow(source: str, columns: Sequence[str], values: Array, std: Ar
         if low == high:  # constant: noted, scaled with scale 1
             continue
         largest = max(abs(low), abs(high))  # positive: the values are not all equal
-        true_std = largest * float(np.std(column / largest))
-        off = abs(float(std[j]) - true_std) / true_std
+        true_std = largest * float(np.std(column / largest))  # 0 for 0 and 5e-324 (review120 F1)
+        off = abs(float(std[j]) - true_std) / true_std if true_std > 0 else 1.0
         if std[j] != 0.0 and off <= _UNDERFLOW_TOLERANCE:
             continue
         computed = ("0, as for a column whose values are all equal" if std[j] == 0.0 else

@@ -79,7 +79,7 @@ from __future__ import annotations
 import numbers
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -1358,8 +1358,8 @@ class Tensor:
 
     def reshape(
         self,
-        *sizes: SupportsIndex | Sequence[SupportsIndex],
-        shape: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+        *sizes: IntLike | Sequence[IntLike],
+        shape: IntLike | Sequence[IntLike] | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reshape`` (``torch.Tensor.reshape``, but always a new tensor); accepts
         ``t.reshape(2, 3)``, ``t.reshape((2, 3))`` or torch's keyword ``t.reshape(shape=(2, 3))``.
@@ -1384,8 +1384,8 @@ class Tensor:
 
     def permute(
         self,
-        *axes: SupportsIndex | Sequence[SupportsIndex],
-        dims: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+        *axes: IntLike | Sequence[IntLike],
+        dims: IntLike | Sequence[IntLike] | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.permute`` (``torch.Tensor.permute``); accepts ``t.permute(1, 0)``,
         ``t.permute((1, 0))`` or torch's keyword ``t.permute(dims=(1, 0))``; a ``GuardError`` when
@@ -1732,8 +1732,8 @@ class Tensor:
 
     def expand(
         self,
-        *sizes: SupportsIndex | Sequence[SupportsIndex],
-        size: SupportsIndex | Sequence[SupportsIndex] | _Unset = _UNSET,
+        *sizes: IntLike | Sequence[IntLike],
+        size: IntLike | Sequence[IntLike] | _Unset = _UNSET,
     ) -> Tensor:
         """The tensor broadcast to ``sizes``, as ``torch.Tensor.expand``: ``t.expand(3, 4)``,
         ``t.expand((3, 4))`` or torch's keyword ``t.expand(size=(3, 4))``; ``-1`` keeps the size

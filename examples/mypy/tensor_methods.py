@@ -39,6 +39,7 @@ assert_type(x.mean(axis=(0, 2), keepdims=True), Tensor)
 assert_type(x.mean(dim=-1), Tensor)
 assert_type(x.sum(dim=np.int64(1)), Tensor)  # numpy integers, as at run time (review117 F4)
 assert_type(x.mean(axis=(np.int64(0), 2)), Tensor)
+assert_type(x.reshape(np.int64(12), -1), Tensor)
 
 
 assert_type(x + np.ones(4), Tensor)

@@ -249,3 +249,17 @@ def test_regression_on_numbers_written_otherwise_gets_only_their_hint(
     assert (code, out) == (2, "")
     assert err.startswith(f"error: {path}: line 2, column y: not a number: ") and err.count("\n") == 1, err
     assert "write " in err and "class names" not in err and "classification" not in err, err
+
+
+def test_class_names_beside_one_number_written_otherwise_keep_the_class_names_clause(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review120 F2: one thousands-separated number among class names switched the clause off for
+    the whole column; it depends on the cell the message names."""
+    path = tmp_path / "r.csv"
+    cells = ["cat", "dog", "bird", '"1 000"'] * 3
+    path.write_text("a,y\n" + "".join(f"{i},{cell}\n" for i, cell in enumerate(cells)))
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--task", "regression")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {path}: line 2, column y: not a number: 'cat': --task regression "), err
+    assert "this column holds class names" in err and "pass --task classification" in err, err

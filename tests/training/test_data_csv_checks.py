@@ -515,6 +515,19 @@ def test_a_subnormal_variance_that_still_holds_its_bits_standardises_as_before(t
     assert not loaded.constant_note
 
 
+def test_a_column_of_the_smallest_subnormals_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review120 F1: values 0 and 5e-324 have a true deviation that rounds to 0 even rescaled; the
+    underflow check divided by it (ZeroDivisionError, a traceback from the CLI)."""
+    path = _write(tmp_path, "a,b,y\n" + "".join(f"{(i % 2) * 5e-324!r},{i % 7},{i % 2}\n" for i in range(40)))
+    with pytest.raises(DataError, match=r"standardising it underflows float64: .* so it computes as 0, as "):
+        _load(path)
+    assert main(["train", "--dataset", str(path), "--epochs", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {path}: feature column a: ") and err.count("\n") == 1, err
+
+
 def test_a_truly_constant_tiny_column_keeps_its_note(tmp_path: Path) -> None:
     """Values all equal (1e-170 in every row) are constant: noted and scaled with scale 1, as before."""
     path = _write(tmp_path, "a,k,y\n" + "".join(f"{i * 0.5},1e-170,{i % 2}\n" for i in range(20)))
