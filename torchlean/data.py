@@ -702,12 +702,13 @@ def _check_underflow(source: str, columns: Sequence[str], values: Array, std: Ar
         off = abs(float(std[j]) - true_std) / true_std if true_std > 0 else 1.0
         if std[j] != 0.0 and off <= _UNDERFLOW_TOLERANCE:
             continue
+        true_shown = f"{true_std:.6g}" if true_std > 0 else "below 4.94066e-324, float64's smallest subnormal"
         computed = ("0, as for a column whose values are all equal" if std[j] == 0.0 else
                     f"{float(std[j]):.6g}, {off:.2%} off, from a subnormal variance holding too few bits")
         raise DataError(
             f"{source}: {what} {display_name(columns[int(j)])}: standardising it underflows float64: the "
             f"train split's values are not all equal (they range from {low:.6g} to {high:.6g}) and their "
-            f"standard deviation is {true_std:.6g}, but their squared deviations from the mean sum below "
+            f"standard deviation is {true_shown}, but their squared deviations from the mean sum below "
             f"float64's smallest normal number, so it computes as {computed} (accepted: a standard "
             f"deviation float64 computes within {_UNDERFLOW_TOLERANCE:.1%}, which any of at least "
             f"{limit:.6g} is, or values all equal, a constant column; rescale the column)"

@@ -521,7 +521,8 @@ def test_a_column_of_the_smallest_subnormals_is_refused_in_one_line(
     """review120 F1: values 0 and 5e-324 have a true deviation that rounds to 0 even rescaled; the
     underflow check divided by it (ZeroDivisionError, a traceback from the CLI)."""
     path = _write(tmp_path, "a,b,y\n" + "".join(f"{(i % 2) * 5e-324!r},{i % 7},{i % 2}\n" for i in range(40)))
-    with pytest.raises(DataError, match=r"standardising it underflows float64: .* so it computes as 0, as "):
+    with pytest.raises(DataError, match=r"standard deviation is below 4\.94066e-324, float64's smallest "
+                       r"subnormal, .* so it computes as 0, as "):
         _load(path)
     assert main(["train", "--dataset", str(path), "--epochs", "1"]) == 2
     out, err = capsys.readouterr()
