@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -29,7 +29,10 @@ from torchlean._checks import DECIMAL_NUMBER, dtype_shown, float_dtype
 from torchlean._data_errors import DataError
 from torchlean.backend.display import name_shown
 
-__all__ = ["LISTED", "MISSING_VALUES", "Lines", "Place", "display_name", "names_listed", "nfc", "quoted"]
+__all__ = [
+    "LISTED", "MISSING_VALUES", "Lines", "Place", "display_name", "first_respelling", "names_listed", "nfc",
+    "quoted",
+]
 
 Lines: TypeAlias = int | Sequence[int]
 """Where cells sit in a file: the line of the first (the rest on the lines after it), or the line
@@ -197,6 +200,19 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def first_respelling(values: Sequence[str], key: Callable[[str], str]) -> tuple[int, int] | None:
+    """The positions ``(j, i)`` of the first of ``values`` that differs from an earlier one with
+    the same ``key`` (``values[j]``, the first with that key): one text written two ways (blanks
+    around a label, its accents composed or combining); ``None`` when each key is written one
+    way. Linear in the values."""
+    first: dict[str, int] = {}
+    for i, value in enumerate(values):
+        j = first.setdefault(key(value), i)
+        if values[j] != value:
+            return j, i
+    return None
+
+
 def quoted(text: str) -> str:
     """``text``'s Python literal (``'café'``), with every non-ASCII character escaped
     (``'cafe\\u0301'``, as :func:`ascii` writes it) when ``text`` is not in NFC form
@@ -213,7 +229,7 @@ def display_name(text: str) -> str:
     one-line ``error:`` (:func:`~torchlean.backend.display.name_shown`), and a name whose accents
     are decomposed does not print as its composed twin does."""
     if isinstance(text, str) and nfc(text) != text:
-        return ascii(text)
+        return quoted(text)
     return name_shown(text)
 
 

@@ -81,6 +81,7 @@ from torchlean._cells import (
     _respelled,
     _shown,
     display_name,
+    first_respelling,
     nfc,
     quoted,
 )
@@ -505,17 +506,16 @@ def _nfc_names_note(shown: str, names: Sequence[str]) -> list[str]:
     """A note (a list of one, or none) when two header ``names`` are one name written two ways,
     equal only in Unicode NFC form (``café`` and ``'cafe\\u0301'``): they print alike, and
     ``label_column`` and ``torchlean predict`` match names in that form (review115 F2)."""
-    first: dict[str, int] = {}
-    for i, name in enumerate(names):
-        j = first.setdefault(nfc(name), i)
-        if names[j] != name:
-            return [
-                f"{shown}: columns {j} and {i} are named {quoted(names[j])} and {quoted(name)}, one name in "
-                "Unicode NFC form (its accents composed or combining), which they print alike: a label "
-                "column chosen by name and torchlean predict's header matching compare names in that form, "
-                "so name them apart"
-            ]
-    return []
+    pair = first_respelling(names, nfc)
+    if pair is None:
+        return []
+    j, i = pair
+    return [
+        f"{shown}: columns {j} and {i} are named {quoted(names[j])} and {quoted(names[i])}, one name in "
+        "Unicode NFC form (its accents composed or combining), which they print alike: a label "
+        "column chosen by name and torchlean predict's header matching compare names in that form, "
+        "so name them apart"
+    ]
 
 
 _BOM = "\ufeff"

@@ -58,6 +58,7 @@ from torchlean._cells import (
     _respelled,
     _shown,
     display_name,
+    first_respelling,
     nfc,
     quoted,
 )
@@ -258,15 +259,14 @@ def blank_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
     ``'x'``), which :func:`_labels` reads as one class (``x``, as cells are read after each comma:
     review67 F15), naming the first such pair; ``""`` when every label is spelled one way (a file
     written ``a, b, x`` throughout gives none). Linear in the cells."""
-    first: dict[str, str] = {}
-    for cell in cells:
-        seen = first.setdefault(cell.strip(), cell)
-        if seen != cell:
-            return (
-                f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(cell)} are "
-                f"one class, {quoted(cell.strip())} (blanks around a label are not part of it)"
-            )
-    return ""
+    pair = first_respelling(cells, str.strip)
+    if pair is None:
+        return ""
+    seen, cell = cells[pair[0]], cells[pair[1]]
+    return (
+        f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(cell)} are "
+        f"one class, {quoted(cell.strip())} (blanks around a label are not part of it)"
+    )
 
 
 def nfc_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
@@ -276,17 +276,16 @@ def nfc_spellings_note(file: str, column: str, cells: Sequence[str]) -> str:
     hold), which :func:`_labels` reads as one class (review115 F2), naming the first such pair,
     escaped so that the difference shows, and the class; ``""`` when every label is written one
     way. Linear in the cells."""
-    first: dict[str, str] = {}
-    for cell in cells:
-        label = cell.strip()
-        seen = first.setdefault(nfc(label), label)
-        if seen != label:  # written two ways: the class is named in NFC form
-            return (
-                f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(label)} are "
-                f"one class, {quoted(nfc(label))} (the same text in Unicode NFC form, its accents composed "
-                "or combining: such labels are compared in NFC form)"
-            )
-    return ""
+    labels = [cell.strip() for cell in cells]
+    pair = first_respelling(labels, nfc)
+    if pair is None:
+        return ""
+    seen, label = labels[pair[0]], labels[pair[1]]  # written two ways: the class is named in NFC form
+    return (
+        f"{file}: column {display_name(column)}: the labels {quoted(seen)} and {quoted(label)} are "
+        f"one class, {quoted(nfc(label))} (the same text in Unicode NFC form, its accents composed "
+        "or combining: such labels are compared in NFC form)"
+    )
 
 
 def class_names(file: str, column: str, cells: list[str], first_line: Lines) -> tuple[str, ...]:

@@ -1931,10 +1931,7 @@ _SHOWN_CHARS = 200
 def _value_shown(value: object) -> str:
     """``repr(value)`` for a message, cut after :data:`_SHOWN_CHARS` characters with its length (a
     hostile file's value may hold megabytes)."""
-    text = repr(value)
-    if len(text) <= _SHOWN_CHARS:
-        return text
-    return f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+    return _cut(repr(value))
 
 
 def _json_ready(value: Any) -> Any:
