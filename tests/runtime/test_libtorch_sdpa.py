@@ -379,6 +379,36 @@ def test_require_torchlean_tape_refuses_backend_vjp_sessions() -> None:
         sdpa.require_torchlean_tape(SDPA_FORWARD_CPU, KernelPolicy(vjp_mode=VJPMode.BACKEND_VJP))
 
 
+def test_a_forward_only_copy_of_the_bridge_runs_under_no_grad_and_only_there() -> None:
+    """review121 F1: the claims rule lets a copy of the bridge be forward-only; it was planned,
+    accepted and recorded, then refused by the VJP guard at every call, even under ``no_grad``."""
+    import dataclasses
+
+    from torchlean.backend.contracts import vjp_unavailable
+    from torchlean.backend.registry import CapsuleModule, built_in_claims_difference
+
+    forward_only = dataclasses.replace(
+        SDPA_FORWARD_CPU,
+        name="mine.sdpa_forward_only",
+        vjp_mode=VJPMode.NONE,
+        vjp_contract=vjp_unavailable(SDPA_FORWARD_CPU.op, "forward-only copy"),
+    )
+    assert built_in_claims_difference(forward_only) is None
+    profile = dataclasses.replace(profiles.get("libtorch_forward_cpu"), name="fo_cpu")
+    profile = profile.with_capsule_modules([CapsuleModule("libtorch", (forward_only,))])
+    q, k, v = _qkv(4)
+    with tl.session(profile) as s, tl.no_grad():
+        out = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), mask=MASK)
+    assert [kernel.capsule.name for kernel in s.selected] == ["mine.sdpa_forward_only"]
+    want = TF.scaled_dot_product_attention(
+        *(torch.from_numpy(a).double() for a in (q, k, v)), attn_mask=torch.from_numpy(MASK)
+    )
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    # the guard still refuses the copy outside an inference session
+    with pytest.raises(GuardError, match="declares VJP mode none"):
+        sdpa.require_torchlean_tape(forward_only, KernelPolicy(device=Device.CPU))
+
+
 def test_all_three_guards_run_on_the_bridge_path(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
     for name in ("check_sdpa_inputs", "check_libtorch_view", "require_torchlean_tape"):

@@ -287,12 +287,16 @@ def require_torchlean_tape(capsule: KernelCapsule, policy: KernelPolicy) -> None
     """VJP guard: the bridge's backward belongs to TorchLean's tape.
 
     Refuses when the capsule does not declare ``torchlean-tape`` or when the session requests
-    ``backend-vjp`` (LibTorch autograd never owns this backward).
+    ``backend-vjp`` (LibTorch autograd never owns this backward). A forward-only copy of the
+    bridge (VJP mode ``none``, which the claims rule allows) passes in an inference session (policy
+    VJP mode ``none``), where no backward is owed; it is refused in any other (review121 F1: it was
+    planned, accepted and then refused at every call, even under ``no_grad``).
 
     Raises:
         GuardError: naming the capsule and the requested/declared VJP modes.
     """
-    if capsule.vjp_mode is not VJPMode.TORCHLEAN_TAPE:
+    forward_only = capsule.vjp_mode is VJPMode.NONE and policy.vjp_mode is VJPMode.NONE
+    if capsule.vjp_mode is not VJPMode.TORCHLEAN_TAPE and not forward_only:
         raise GuardError(
             f"capsule `{capsule.name}` declares VJP mode {capsule.vjp_mode.label}; the LibTorch SDPA "
             f"bridge needs {VJPMode.TORCHLEAN_TAPE.label}"
