@@ -219,9 +219,9 @@ def test_select(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert status == 0
     assert out.splitlines() == [
-        "checked_cuda: torchlean.composed_attention",
-        "libtorch_forward_cuda: libtorch.sdpa_forward",
-        "libtorch_forward_strict: native_cuda.direct_attention",
+        "checked_cuda: [torchlean.composed_attention]",
+        "libtorch_forward_cuda: [libtorch.sdpa_forward]",
+        "libtorch_forward_strict: [native_cuda.direct_attention]",
     ]
 
 
@@ -230,7 +230,7 @@ def test_select_reports_failures_per_profile(capsys: pytest.CaptureFixture[str])
     assert status == 1
     assert out.splitlines() == [
         "checked_cpu: no admissible kernel capsule for op selective_scan on device cpu",
-        "checked_cuda: native_cuda.selective_scan",
+        "checked_cuda: [native_cuda.selective_scan]",
     ]
     assert err.splitlines() == ["note: torchlean explain --profile checked_cpu selective_scan says why"]
 
@@ -244,9 +244,10 @@ def test_select_failure_keeps_the_capsules_of_the_ops_that_plan(capsys: pytest.C
     assert status == 1
     missing = "no admissible kernel capsule for op {} on device cpu"
     assert out.splitlines() == [
-        f"checked_cpu: reference.matmul, reference.relu; {missing.format('fft_fno')}; "
+        f"checked_cpu: [reference.matmul, reference.relu]; {missing.format('fft_fno')}; "
         f"{missing.format('selective_scan')}",
-        f"fast_cpu: aten.matmul, aten.relu; {missing.format('fft_fno')}; {missing.format('selective_scan')}",
+        f"fast_cpu: [aten.matmul, aten.relu]; {missing.format('fft_fno')}; "
+        f"{missing.format('selective_scan')}",
     ]
     assert len(err.splitlines()) == 4
 
@@ -664,7 +665,7 @@ def test_ctrl_c_is_one_line_exit_130_while_importing_or_running(
 def test_select_takes_profiles_and_ops_in_any_order_and_repeated(capsys: pytest.CaptureFixture[str]) -> None:
     """Every word after ``--profiles`` (which may be repeated) is a profile or an op; each is kept
     once, in the order first given; ops may also stand before ``--profiles``."""
-    expected = "checked_cpu: reference.matmul, reference.relu\nfast_cpu: aten.matmul, aten.relu\n"
+    expected = "checked_cpu: [reference.matmul, reference.relu]\nfast_cpu: [aten.matmul, aten.relu]\n"
     for argv in (
         ["select", "--profiles", "checked_cpu", "fast_cpu", "matmul", "relu"],
         ["select", "--profiles", "checked_cpu", "--profiles", "fast_cpu", "matmul", "relu"],

@@ -220,12 +220,12 @@ def test_a_failed_check_in_json_names_each_missing_op_and_checks_the_others(
 
 
 def parse_select_report(text: str) -> dict[str, tuple[list[str], list[str]]]:
-    """``NAME: cap, cap; message; message`` -> ``(capsules, messages)`` per profile."""
+    """``NAME: [cap, cap]; message; message`` -> ``(capsules, messages)`` per profile."""
     parsed: dict[str, tuple[list[str], list[str]]] = {}
     for line in text.splitlines():
         name, _, rest = line.partition(": ")
         parts = rest.split("; ")
-        capsules = [] if parts[0].startswith("no admissible") else parts.pop(0).split(", ")
+        capsules = parts.pop(0).strip("[]").split(", ") if parts[0].startswith("[") else []
         parsed[name] = (capsules, parts)
     return parsed
 

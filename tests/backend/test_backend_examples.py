@@ -211,15 +211,19 @@ def test_gaps_on_cpu_report_every_missing_op() -> None:
 
 
 def test_three_attention_profiles() -> None:
+    """anchor-backend.md §6.6 (``bsPrefer``), the Lean ``#[name]`` printed ``[name]`` (DESIGN.md
+    §1.2; review121 F4: the lines were Python list reprs, ``['name']``)."""
     lines = [
-        f"{p.name}: {list(p.plan_ops([B.SCALED_DOT_PRODUCT_ATTENTION]).capsule_names)}"
+        report.selection_line(p.name, p.plan_ops([B.SCALED_DOT_PRODUCT_ATTENTION]).capsule_names)
         for p in (CHECKED_CUDA, LIBTORCH_CUDA, STRICT)
     ]
     assert lines == [
-        "checked_cuda: ['torchlean.composed_attention']",
-        "libtorch_forward_cuda: ['libtorch.sdpa_forward']",
-        "libtorch_forward_strict: ['native_cuda.direct_attention']",
+        "checked_cuda: [torchlean.composed_attention]",
+        "libtorch_forward_cuda: [libtorch.sdpa_forward]",
+        "libtorch_forward_strict: [native_cuda.direct_attention]",
     ]
+    assert report.selection_line("p", (), ["no capsule"]) == "p: no capsule"
+    assert report.selection_line("p", ()) == "p: []"
 
 
 def test_cpu_libtorch_profiles_mirror_the_cuda_ones() -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "plan_to_json",
     "profile_to_json",
     "rows_lines",
+    "selection_line",
     "summary_line",
     "verdict",
 ]
@@ -138,6 +139,18 @@ def boundary_line(audit: KernelPlanAudit) -> str:
     """``trusted external boundary: none`` or the comma-joined op names of trusted-external rows."""
     ops = audit.trusted_external_ops
     return f"trusted external boundary: {', '.join(ops) if ops else 'none'}"
+
+
+def selection_line(name: str, capsule_names: Sequence[str], errors: Sequence[str] = ()) -> str:
+    """``{name}: [{capsule names}]``, the docs' ``bsPrefer`` line (anchor-backend.md §3.3, §6.6,
+    with the Lean array ``#[a, b]`` printed ``[a, b]``: DESIGN.md §1.2), e.g.
+    ``checked_cuda: [torchlean.composed_attention]``. When planning failed, the original prints
+    ``{name}: {error}``; here the capsules of the ops that did plan come first (when any), then
+    each error, joined by ``; ``: ``checked_cpu: [reference.relu]; no admissible kernel capsule for
+    op fft_fno on device cpu``.
+    """
+    parts = [f"[{', '.join(capsule_names)}]"] if capsule_names or not errors else []
+    return f"{name}: {'; '.join([*parts, *errors])}"
 
 
 def plan_report(

@@ -299,8 +299,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
             if args.format == "json":
                 documents.append(_selection_document(profile, ops, partial, error))
             else:
-                parts = ([", ".join(partial)] if partial else []) + list(error.messages)
-                print(f"{profile.name}: {'; '.join(parts)}")
+                print(report.selection_line(profile.name, partial, error.messages))
                 sys.stdout.flush()  # the notes follow their line on a terminal
             _print_explain_notes(error, profile, None)
             status = 1
@@ -308,7 +307,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
             if args.format == "json":
                 documents.append(_selection_document(profile, ops, names, None))
             else:
-                print(f"{profile.name}: {', '.join(names)}")
+                print(report.selection_line(profile.name, names))
     if args.format == "json":
         print(json.dumps({"profiles": documents}, indent=2))
     return status
