@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast, overload
 
+from torchlean._checks import shown_briefly
 from torchlean.autograd._entries import EntryRecord, ExitOutcome
 
 __all__ = ["GradMode", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
@@ -46,7 +47,7 @@ class GradMode:
             if kind.__module__ != "builtins":
                 named = f"{kind.__module__}.{named}"
             raise TypeError(
-                f"set_grad_enabled: enabled must be a bool; got a value of type {named} "
+                f"set_grad_enabled: enabled must be a bool; got {shown_briefly(enabled)} of type {named} "
                 "(accepted: True or False; other values are not converted)"
             )
         self._enabled = enabled
