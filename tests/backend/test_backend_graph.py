@@ -15,7 +15,8 @@ from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import accept_graph_kernel_plan
 from torchlean.backend.contracts import ContractEvidence
 from torchlean.backend.errors import PlanningError, TorchLeanError
-from torchlean.backend.graph import GraphKernelPlan, PlannedNodeKernel, to_coalesced_groups
+from torchlean.backend.fields import BackendTypeError
+from torchlean.backend.graph import GraphKernelPlan, PlannedNodeKernel, plan_graph, to_coalesced_groups
 from torchlean.backend.providers.reference import capsules as reference
 from torchlean.backend.registry import CapsuleModule
 from torchlean.backend.vocabulary import BackendOp, Device, ReductionPolicy, TrustLevel
@@ -211,3 +212,42 @@ def test_graph_plan_with_prepended_module() -> None:
     replacement = make_capsule("replacement.relu", BackendOp.RELU)
     profile = CHECKED_CPU.with_capsule_modules([CapsuleModule("extra", (replacement,))])
     assert profile.plan_graph(relu_chain(2)).capsule_names == ("replacement.relu", "replacement.relu")
+
+
+def test_graph_records_and_grouping_refuse_what_is_not_a_graph_plan() -> None:
+    """review121 F3: ``GraphKernelPlan(3, [1])`` was built silently and ``to_coalesced_groups(None)``
+    raised an ``AttributeError``; the plan's kernels are checked as ``KernelPlan`` checks its own."""
+    plan = CHECKED_CPU.plan_graph(relu_chain(2))
+    assert GraphKernelPlan(plan.node_count, list(plan.kernels)) == plan  # a list is stored as a tuple
+    with pytest.raises(BackendTypeError) as info:
+        GraphKernelPlan(3, [1])  # type: ignore[list-item]
+    assert str(info.value) == "GraphKernelPlan.kernels[0] must be a PlannedNodeKernel, got 1 (int)"
+    with pytest.raises(BackendTypeError) as info:
+        to_coalesced_groups(None)  # type: ignore[arg-type]
+    assert str(info.value) == "plan must be a GraphKernelPlan, got None (NoneType)"
+    with pytest.raises(BackendTypeError, match=r"^plan must be a GraphKernelPlan, got KernelPlan\("):
+        to_coalesced_groups(plan.to_kernel_plan())  # type: ignore[arg-type]
+
+
+def test_module_level_plan_graph_checks_its_arguments_once() -> None:
+    """The planner's checks at ``plan_graph``'s entry (it chooses with the unchecked chooser, once
+    per distinct op): a policy, availability or registry of the wrong type, and a node kind whose
+    ``backend_op`` is not a ``BackendOp``, are named, not an ``AttributeError``."""
+    availability, registry = CHECKED_CPU.availability, CHECKED_CPU.registry()
+    assert plan_graph(CHECKED_CPU.policy, availability, registry, relu_chain(2)).capsule_names == (
+        "reference.relu",
+        "reference.relu",
+    )
+    for arguments, message in (
+        ((None, availability, registry), "policy must be a KernelPolicy, got None (NoneType)"),
+        ((CHECKED_CPU.policy, None, registry), "availability must be an Availability, got None (NoneType)"),
+        ((CHECKED_CPU.policy, availability, [1]), "registry[0] must be a KernelCapsule, got 1 (int)"),
+    ):
+        with pytest.raises(BackendTypeError) as info:
+            plan_graph(*arguments, relu_chain(2))  # type: ignore[arg-type]
+        assert str(info.value) == message
+    input_node = FakeNode(0, (), FakeKind("input", None), (4,))
+    labelled = FakeGraph((input_node, FakeNode(1, (0,), FakeKind("relu", "relu"), (4,))))  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError) as info:
+        plan_graph(CHECKED_CPU.policy, availability, registry, labelled)
+    assert str(info.value) == "graph node 1: kind.backend_op must be a BackendOp or None, got 'relu' (str)"

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import torchlean as tl
 from torchlean.backend import planner, profiles
-from torchlean.backend.capsule import KernelCapsule, choose_capsule
+from torchlean.backend.audit import KernelPlanAudit
+from torchlean.backend.capsule import KernelCapsule, admissible, choose_capsule, contracts_aligned
 from torchlean.backend.contracts import (
     ClaimKind,
     ContractClaim,
@@ -37,7 +38,13 @@ from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError
 from torchlean.backend.fields import BackendTypeError, BackendValueError, describe
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, PreferenceKind, ProviderPreference
 from torchlean.backend.providers.reference import capsules as reference
-from torchlean.backend.registry import CapsuleModule, RegistryError, all_modules, maintained_modules
+from torchlean.backend.registry import (
+    CapsuleModule,
+    RegistryError,
+    all_modules,
+    maintained_modules,
+    validate_modules,
+)
 from torchlean.backend.vocabulary import (
     BackendOp,
     Device,
@@ -50,6 +57,7 @@ from torchlean.backend.vocabulary import (
 
 B = BackendOp
 CHECKED_CPU = profiles.get("checked_cpu")
+POLICY = CHECKED_CPU.policy
 RELU = next(c for c in reference.CAPSULES if c.op is B.RELU)
 OPS = " | ".join(BackendOp.labels())
 EVIDENCE_KINDS = "runtimeGuard | testSuite | trustedBoundary | notApplicable"
@@ -403,6 +411,30 @@ def test_with_capsule_modules_refuses_what_is_not_a_module_list(modules: object,
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(
+    ("modules", "message"),
+    [
+        (None, "modules must be an iterable of CapsuleModule, got None (NoneType)"),
+        ("reference", "modules must be an iterable of CapsuleModule, got 'reference' (str)"),
+        ([1], "modules[0] must be a CapsuleModule, got 1 (int)"),
+    ],
+    ids=["none", "string", "int-entry"],
+)
+def test_validate_modules_refuses_what_is_not_a_module_list(modules: object, message: str) -> None:
+    """review121 F3: ``validate_modules(None)`` gave ``TypeError: 'NoneType' object is not
+    iterable`` and ``validate_modules([1])`` an ``AttributeError`` on ``.name``."""
+    with pytest.raises(BackendTypeError) as info:
+        validate_modules(modules)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_validate_modules_takes_any_iterable_of_modules() -> None:
+    validate_modules(iter(maintained_modules()))  # a generator is read once, then checked
+    with pytest.raises(RegistryError, match=r"^duplicate backend capsule module `reference`$"):
+        validate_modules(module for module in (*maintained_modules(), maintained_modules()[-1]))
+
+
+# --------------------------------------------------------------------------------------- policies
 # --------------------------------------------------------------------------------------- policies
 
 
@@ -527,9 +559,60 @@ def test_module_level_planner_functions_take_labels() -> None:
     policy = CHECKED_CPU.policy
     assert planner.plan_op(policy, registry, "relu") == planner.plan_op(policy, registry, B.RELU)
     assert planner.plan_ops(policy, registry, ["relu"]) == planner.plan_ops(policy, registry, [B.RELU])
-    assert choose_capsule(policy, "relu", registry) is choose_capsule(policy, B.RELU, registry)  # type: ignore[arg-type]
+    assert choose_capsule(policy, "relu", registry) is choose_capsule(policy, B.RELU, registry)
+    assert choose_capsule(policy, "relu", iter(registry)) is RELU  # any iterable, a generator too
     with pytest.raises(BackendTypeError):
         planner.plan_ops(policy, registry, "relu")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((None, "relu", [RELU]), "policy must be a KernelPolicy, got None (NoneType)"),
+        ((POLICY, "relu", None), "capsules must be an iterable of KernelCapsule, got None (NoneType)"),
+        ((POLICY, "relu", "relu"), "capsules must be an iterable of KernelCapsule, got 'relu' (str)"),
+        ((POLICY, "relu", [RELU, 1]), "capsules[1] must be a KernelCapsule, got 1 (int)"),
+        ((POLICY, None, [RELU]), f"op must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"),
+    ],
+    ids=["policy-none", "capsules-none", "capsules-string", "capsules-int-entry", "op-none"],
+)  # fmt: skip
+def test_choose_capsule_refuses_ill_typed_arguments(arguments: tuple[object, ...], message: str) -> None:
+    """review121 F3: ``choose_capsule`` gave a bare ``TypeError`` (capsules ``None``) or an
+    ``AttributeError`` (policy ``None``, an entry ``1``); it checks its arguments as ``plan_op``
+    does (op, then policy, then capsules)."""
+    with pytest.raises(BackendTypeError) as info:
+        choose_capsule(*arguments)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_admissible_and_contracts_aligned_refuse_what_is_not_a_policy_or_capsule() -> None:
+    """review121 F3: ``admissible(None, capsule)`` and ``contracts_aligned(None)`` raised an
+    ``AttributeError`` from inside the conditions."""
+    policy = CHECKED_CPU.policy
+    assert admissible(policy, RELU) and contracts_aligned(RELU) and RELU.contracts_aligned
+    for call, message in (
+        (lambda: admissible(None, RELU), "policy must be a KernelPolicy, got None (NoneType)"),  # type: ignore[arg-type]
+        (lambda: admissible(policy, None), "capsule must be a KernelCapsule, got None (NoneType)"),  # type: ignore[arg-type]
+        (lambda: admissible(policy, "reference.relu"),  # type: ignore[arg-type]
+         "capsule must be a KernelCapsule, got 'reference.relu' (str)"),
+        (lambda: contracts_aligned(None), "capsule must be a KernelCapsule, got None (NoneType)"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(BackendTypeError) as info:
+            call()
+        assert str(info.value) == message
+
+
+def test_a_plan_audit_refuses_rows_that_are_not_audit_rows() -> None:
+    """review121 F3: ``KernelPlanAudit([1])`` was built, and its ``check_contracts`` then raised an
+    ``AttributeError``; its rows are checked as ``KernelPlan`` checks its kernels."""
+    rows = CHECKED_CPU.plan_ops(["relu"]).audit().kernels
+    assert KernelPlanAudit(list(rows)).kernels == rows  # a list is stored as a tuple
+    with pytest.raises(BackendTypeError) as info:
+        KernelPlanAudit([1])  # type: ignore[list-item]
+    assert str(info.value) == "KernelPlanAudit.kernels[0] must be a KernelAudit, got 1 (int)"
+    with pytest.raises(BackendTypeError) as info:
+        KernelPlanAudit(None)  # type: ignore[arg-type]
+    assert str(info.value) == "KernelPlanAudit.kernels must be a tuple of KernelAudit, got None (NoneType)"
 
 
 @settings(max_examples=60, deadline=None)

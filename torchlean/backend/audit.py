@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence, NumericalPolicy
-from torchlean.backend.fields import BackendTypeError, describe
+from torchlean.backend.fields import BackendTypeError, describe, tuple_field
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -110,9 +110,17 @@ class ContractCheck:
 
 @dataclass(frozen=True, slots=True)
 class KernelPlanAudit:
-    """One :class:`KernelAudit` per planned kernel, plan order."""
+    """One :class:`KernelAudit` per planned kernel, plan order.
+
+    Raises:
+        BackendTypeError: ``kernels`` not a tuple/list of :class:`KernelAudit` (a list is stored
+            as a tuple).
+    """
 
     kernels: tuple[KernelAudit, ...]
+
+    def __post_init__(self) -> None:
+        tuple_field(self, "kernels", KernelAudit)
 
     @property
     def capsule_names(self) -> tuple[str, ...]:

@@ -25,7 +25,9 @@ from torchlean.backend.contracts import (
 from torchlean.backend.fields import (
     bool_field,
     enum_field,
+    instance_argument,
     instance_field,
+    iterable_argument,
     name_field,
     parse_member,
 )
@@ -118,7 +120,7 @@ class KernelCapsule:
     @property
     def contracts_aligned(self) -> bool:
         """Whether each claim belongs in its field (see :func:`contracts_aligned`)."""
-        return contracts_aligned(self)
+        return _aligned(self)
 
 
 _CLAIM_FIELDS = (
@@ -225,7 +227,16 @@ def matches_obligation(
 
 
 def contracts_aligned(capsule: KernelCapsule) -> bool:
-    """All four claims match their obligation, op and VJP mode (anchor-backend.md §2.1)."""
+    """All four claims match their obligation, op and VJP mode (anchor-backend.md §2.1).
+
+    Raises:
+        BackendTypeError: ``capsule must be a KernelCapsule, got None (NoneType)``.
+    """
+    return _aligned(instance_argument(capsule, KernelCapsule, "capsule"))
+
+
+def _aligned(capsule: KernelCapsule) -> bool:
+    """:func:`contracts_aligned` of a capsule already checked (planning asks once per capsule)."""
     return all(
         matches_obligation(capsule.op, capsule.vjp_mode, obligation, descriptor.claim)
         for obligation, descriptor in capsule.contracts()
@@ -278,7 +289,7 @@ def first_failed_condition(policy: KernelPolicy, capsule: KernelCapsule) -> Cond
     """The first admissibility conjunct ``capsule`` fails under ``policy``, or ``None``."""
     checks = (
         (Condition.FORWARD, capsule.supports_forward),
-        (Condition.ALIGNMENT, contracts_aligned(capsule)),
+        (Condition.ALIGNMENT, _aligned(capsule)),
         (Condition.TRUST, allowed_by(policy, capsule)),
         (Condition.PROVIDER, matches_preference(policy, capsule)),
         (Condition.DEVICE, matches_device(policy, capsule)),
@@ -294,25 +305,44 @@ def admissible(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
     """Forward support, alignment, trust, preference, device and VJP mode all hold.
 
     Operation identity is not part of admissibility; :func:`choose_capsule` adds it.
+
+    Raises:
+        BackendTypeError: ``policy must be a KernelPolicy, got None (NoneType)`` or
+            ``capsule must be a KernelCapsule, got ...``.
     """
-    return first_failed_condition(policy, capsule) is None
+    policy = instance_argument(policy, KernelPolicy, "policy")
+    return first_failed_condition(policy, instance_argument(capsule, KernelCapsule, "capsule")) is None
 
 
 def choose_capsule(
-    policy: KernelPolicy, op: BackendOp, capsules: Iterable[KernelCapsule]
+    policy: KernelPolicy, op: BackendOp | str, capsules: Iterable[KernelCapsule]
 ) -> KernelCapsule | None:
     """Select the capsule for ``op`` from ``capsules`` (catalog order), or ``None``.
 
     ``prefer(p)``: the first eligible capsule of provider ``p``, else the first eligible capsule of
     any provider. ``auto`` / ``only(p)``: the first eligible capsule. A preference is a request: it
     never overrides trust, device or VJP-mode filters (seed chapter, three attention profiles).
-    ``op`` may be an op label.
+    ``op`` may be an op label; ``capsules`` any iterable of capsules but a string (a generator
+    included). The arguments are checked in the order op, policy, capsules, as
+    :func:`~torchlean.backend.planner.plan_op` checks its own.
 
     Raises:
-        UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither.
+        UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
+            :class:`BackendOp` nor a string; ``policy must be a KernelPolicy, got None
+            (NoneType)``; ``capsules must be an iterable of KernelCapsule, got None (NoneType)``
+            or ``capsules[0] must be a KernelCapsule, got 1 (int)``.
     """
     op = parse_member(BackendOp, op, "op")
-    eligible = [capsule for capsule in capsules if capsule.op is op and admissible(policy, capsule)]
+    policy = instance_argument(policy, KernelPolicy, "policy")
+    return _choose_capsule(policy, op, iterable_argument(capsules, KernelCapsule, "capsules"))
+
+
+def _choose_capsule(
+    policy: KernelPolicy, op: BackendOp, capsules: Iterable[KernelCapsule]
+) -> KernelCapsule | None:
+    """:func:`choose_capsule` on arguments already checked: the planner checks its policy and
+    registry once per planning call, then calls this once per op."""
+    eligible = [c for c in capsules if c.op is op and first_failed_condition(policy, c) is None]
     if policy.provider.kind is PreferenceKind.PREFER:
         for capsule in eligible:
             if capsule.provider is policy.provider.provider:

@@ -14,6 +14,7 @@ This module depends only on :mod:`torchlean.backend.errors` and :mod:`~torchlean
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeVar
 
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
@@ -26,7 +27,9 @@ __all__ = [
     "bool_field",
     "describe",
     "enum_field",
+    "instance_argument",
     "instance_field",
+    "iterable_argument",
     "name_field",
     "parse_member",
     "text_field",
@@ -34,6 +37,7 @@ __all__ = [
 ]
 
 E = TypeVar("E", bound=LabelledEnum)
+T = TypeVar("T")
 
 _SHOWN = 80
 
@@ -186,6 +190,36 @@ def instance_field(record: object, name: str, cls: type[object], accepted: str |
         how = "" if accepted is None else f" ({accepted})"
         expected = f"{_a(cls.__name__)}{how}"
         raise BackendTypeError(f"{_field(record, name)} must be {expected}, got {describe(value)}")
+
+
+def instance_argument(value: object, cls: type[T], what: str) -> T:
+    """``value`` when it is a ``cls`` (an API argument: a policy, a capsule, a plan).
+
+    Raises:
+        BackendTypeError: ``{what} must be a {cls}, got {value} ({type})``
+            (``policy must be a KernelPolicy, got None (NoneType)``).
+    """
+    if not isinstance(value, cls):
+        raise BackendTypeError(f"{what} must be {_a(cls.__name__)}, got {describe(value)}")
+    return value
+
+
+def iterable_argument(value: object, cls: type[T], what: str) -> tuple[T, ...]:
+    """``value`` (any iterable but a string or bytes, a generator included) as a tuple whose items
+    are all ``cls`` instances (an API argument: a registry of capsules, a list of modules).
+
+    Raises:
+        BackendTypeError: a string, bytes or a non-iterable (``registry must be an iterable of
+            KernelCapsule, got None (NoneType)``), or the first item that is not a ``cls``
+            (``registry[0] must be a KernelCapsule, got 1 (int)``).
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise BackendTypeError(f"{what} must be an iterable of {cls.__name__}, got {describe(value)}")
+    items = tuple(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, cls):
+            raise BackendTypeError(f"{what}[{index}] must be {_a(cls.__name__)}, got {describe(item)}")
+    return items
 
 
 def bool_field(record: object, name: str) -> None:

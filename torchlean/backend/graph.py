@@ -14,9 +14,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from torchlean.backend.availability import Availability
-from torchlean.backend.capsule import KernelCapsule, choose_capsule
+from torchlean.backend.capsule import KernelCapsule, _choose_capsule
 from torchlean.backend.errors import PlanningError
-from torchlean.backend.planner import KernelPlan, PlannedKernel, missing_op_message
+from torchlean.backend.fields import BackendTypeError, describe, instance_argument, tuple_field
+from torchlean.backend.planner import (
+    KernelPlan,
+    PlannedKernel,
+    _checked_availability,
+    _checked_policy,
+    _checked_registry,
+    missing_op_message,
+)
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.vocabulary import BackendOp
 
@@ -81,10 +89,18 @@ class PlannedNodeKernel:
 
 @dataclass(frozen=True, slots=True)
 class GraphKernelPlan:
-    """Planned nodes in graph order; nodes needing no kernel are absent."""
+    """Planned nodes in graph order; nodes needing no kernel are absent.
+
+    Raises:
+        BackendTypeError: ``kernels`` not a tuple/list of :class:`PlannedNodeKernel` (a list is
+            stored as a tuple).
+    """
 
     node_count: int
     kernels: tuple[PlannedNodeKernel, ...]
+
+    def __post_init__(self) -> None:
+        tuple_field(self, "kernels", PlannedNodeKernel)
 
     @property
     def node_ids(self) -> tuple[int, ...]:
@@ -142,7 +158,11 @@ def to_coalesced_groups(plan: GraphKernelPlan) -> GroupedKernelPlan:
     Equivalent to folding with :meth:`KernelGroup.can_append` (a kernel joins the run when its op
     is the run's and its capsule equals the run's first capsule); each run's node ids are
     collected in a list and frozen once, so a run of ``k`` kernels costs ``O(k)``, not ``O(k^2)``.
+
+    Raises:
+        BackendTypeError: ``plan must be a GraphKernelPlan, got None (NoneType)``.
     """
+    plan = instance_argument(plan, GraphKernelPlan, "plan")
     groups: list[KernelGroup] = []
     run: list[int] = []
     head: PlannedNodeKernel | None = None
@@ -169,8 +189,12 @@ def plan_graph(
 
     Raises:
         PlanningError: one ``no admissible kernel capsule ...`` message per distinct missing op.
+        BackendTypeError: a ``policy``, ``availability`` or ``registry`` of the wrong type, as
+            :func:`~torchlean.backend.planner.plan_ops_available` says (checked once per call); a
+            node kind whose ``backend_op`` is neither a :class:`BackendOp` nor ``None``.
     """
-    available = availability.filter_capsules(registry)
+    policy = _checked_policy(policy)
+    available = _checked_availability(availability).filter_capsules(_checked_registry(registry))
     chosen: dict[BackendOp, KernelCapsule | None] = {}
     kernels: list[PlannedNodeKernel] = []
     missing: list[BackendOp] = []
@@ -181,8 +205,12 @@ def plan_graph(
             continue
         if op in chosen:
             capsule = chosen[op]
-        else:
-            capsule = chosen[op] = choose_capsule(policy, op, available)
+        else:  # once per distinct op: the chooser itself checks nothing
+            if not isinstance(op, BackendOp):
+                raise BackendTypeError(
+                    f"graph node {node.id}: kind.backend_op must be a BackendOp or None, got {describe(op)}"
+                )
+            capsule = chosen[op] = _choose_capsule(policy, op, available)
         if capsule is None:
             if op not in missing:
                 missing.append(op)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
 from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import (
     Condition,
     KernelCapsule,
-    choose_capsule,
+    _choose_capsule,
     first_failed_condition,
     matches_obligation,
 )
@@ -26,7 +25,9 @@ from torchlean.backend.fields import (
     BackendTypeError,
     describe,
     enum_field,
+    instance_argument,
     instance_field,
+    iterable_argument,
     parse_member,
     tuple_field,
 )
@@ -156,27 +157,13 @@ def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:
     return f"no admissible kernel capsule for op {op.label} on device {policy.device.label}"
 
 
-_T = TypeVar("_T")
-
-
-def _checked(value: object, kind: type[_T], name: str, article: str = "a") -> _T:
-    """``value`` when it is a ``kind`` (checked once per planning call).
-
-    Raises:
-        BackendTypeError: ``<name> must be <article> <kind>, got None (NoneType)``.
-    """
-    if not isinstance(value, kind):
-        raise BackendTypeError(f"{name} must be {article} {kind.__name__}, got {describe(value)}")
-    return value
-
-
 def _checked_policy(policy: object) -> KernelPolicy:
-    """``policy`` when it is a :class:`KernelPolicy`.
+    """``policy`` when it is a :class:`KernelPolicy` (checked once per planning call).
 
     Raises:
         BackendTypeError: ``policy must be a KernelPolicy, got None (NoneType)``.
     """
-    return _checked(policy, KernelPolicy, "policy")
+    return instance_argument(policy, KernelPolicy, "policy")
 
 
 def _checked_registry(registry: object) -> tuple[KernelCapsule, ...]:
@@ -188,13 +175,7 @@ def _checked_registry(registry: object) -> tuple[KernelCapsule, ...]:
             (``registry must be an iterable of KernelCapsule, got None (NoneType)``), or an entry
             is not a capsule (``registry[0] must be a KernelCapsule, got 1 (int)``).
     """
-    if isinstance(registry, str | bytes) or not isinstance(registry, Iterable):
-        raise BackendTypeError(f"registry must be an iterable of KernelCapsule, got {describe(registry)}")
-    capsules = tuple(registry)
-    for index, capsule in enumerate(capsules):
-        if not isinstance(capsule, KernelCapsule):
-            raise BackendTypeError(f"registry[{index}] must be a KernelCapsule, got {describe(capsule)}")
-    return capsules
+    return iterable_argument(registry, KernelCapsule, "registry")
 
 
 def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp | str) -> PlannedKernel:
@@ -208,7 +189,7 @@ def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: Backend
     """
     op = requested_op(op)
     policy = _checked_policy(policy)
-    capsule = choose_capsule(policy, op, _checked_registry(registry))
+    capsule = _choose_capsule(policy, op, _checked_registry(registry))
     if capsule is None:
         raise PlanningError(missing_op_message(policy, op), (op,))
     return PlannedKernel(op, capsule)
@@ -236,7 +217,7 @@ def _plan_checked(
     kernels: list[PlannedKernel] = []
     missing: list[BackendOp] = []
     for op in requested:
-        capsule = choose_capsule(policy, op, registry)
+        capsule = _choose_capsule(policy, op, registry)
         if capsule is None:
             if op not in missing:
                 missing.append(op)
@@ -271,7 +252,7 @@ def _checked_availability(availability: object) -> Availability:
     Raises:
         BackendTypeError: ``availability must be an Availability, got None (NoneType)``.
     """
-    return _checked(availability, Availability, "availability", "an")
+    return instance_argument(availability, Availability, "availability")
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +349,7 @@ def explain_op(
     op = requested_op(op)
     policy = _checked_policy(policy)
     registry = _checked_registry(registry)
-    chosen = choose_capsule(policy, op, _checked_availability(availability).filter_capsules(registry))
+    chosen = _choose_capsule(policy, op, _checked_availability(availability).filter_capsules(registry))
     verdicts: list[CapsuleVerdict] = []
     for capsule in registry:
         if capsule.op is not op:

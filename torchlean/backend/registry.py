@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from torchlean.backend.capsule import KernelCapsule, first_claim_difference
 from torchlean.backend.contracts import EvidenceKind
 from torchlean.backend.errors import PlanningError
-from torchlean.backend.fields import describe, name_field, tuple_field
+from torchlean.backend.fields import describe, iterable_argument, name_field, tuple_field
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
 __all__ = [
@@ -97,14 +97,17 @@ def module_validation_error(modules: Sequence[CapsuleModule]) -> str | None:
     return None
 
 
-def validate_modules(modules: Sequence[CapsuleModule]) -> None:
-    """Check module names and capsule identities.
+def validate_modules(modules: Iterable[CapsuleModule]) -> None:
+    """Check module names and capsule identities (``modules``: any iterable of modules but a
+    string, a generator included).
 
     Raises:
+        BackendTypeError: ``modules must be an iterable of CapsuleModule, got None (NoneType)`` or
+            ``modules[0] must be a CapsuleModule, got 1 (int)``.
         RegistryError: ``duplicate backend capsule module `{name}` `` or
             ``duplicate backend capsule identity `{name}` ``.
     """
-    message = module_validation_error(modules)
+    message = module_validation_error(iterable_argument(modules, CapsuleModule, "modules"))
     if message is not None:
         raise RegistryError(message)
 
