@@ -27,8 +27,8 @@ from torchlean.backend.audit import ObligationReport
 from torchlean.backend.binding import KernelHandler, bind, validate_eager_request
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractEvidence
-from torchlean.backend.errors import BindingError, TorchLeanError
-from torchlean.backend.fields import BackendTypeError
+from torchlean.backend.errors import BindingError, TorchLeanError, UnknownLabelError
+from torchlean.backend.fields import BackendLabelError, BackendTypeError, BackendValueError
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
 from torchlean.backend.providers.reference import capsules as reference
@@ -44,6 +44,7 @@ from torchlean.backend.vocabulary import (
 B = BackendOp
 CPU_POLICY = profiles.get("checked_cpu").policy
 REF_RELU = next(c for c in reference.CAPSULES if c.name == "reference.relu")
+NAME = "KernelHandler.name must be"
 
 
 def test_every_failure_message_is_verbatim() -> None:
@@ -206,6 +207,85 @@ def test_validate_eager_request() -> None:
     with pytest.raises(BindingError) as caught:
         validate_eager_request(REF_RELU, B.RELU, Device.CUDA)
     assert str(caught.value) == "capsule `reference.relu` targets `cpu`, not `cuda`"
+
+
+def test_a_handler_built_with_labels_matches_binds_and_runs() -> None:
+    """review121 F2: a handler's op, provider and device given as labels were stored unparsed: the
+    handler matched no capsule and ``bind`` crashed with an ``AttributeError`` building its own
+    message. They are parsed as every other backend record parses them."""
+    labelled = KernelHandler("h", "relu", "reference", "cpu", _execute)  # type: ignore[arg-type]
+    assert (labelled.op, labelled.provider, labelled.device) == (B.RELU, Provider.REFERENCE, Device.CPU)
+    assert labelled == KernelHandler("h", B.RELU, Provider.REFERENCE, Device.CPU, _execute)
+    assert labelled.matches_capsule(REF_RELU)
+    accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
+    assert bind(accepted, labelled).run() == "ran reference.relu"
+    wrong_device = KernelHandler("h", "relu", "reference", "cuda", _execute)  # type: ignore[arg-type]
+    with pytest.raises(BindingError) as caught:  # the verbatim message, not an AttributeError
+        bind(accepted, wrong_device)
+    assert str(caught.value) == "handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu`"
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        (
+            ("h", "gpu", "reference", "cpu", _execute),
+            BackendLabelError,
+            f"KernelHandler.op: unknown op gpu (known: {' | '.join(BackendOp.labels())})",
+        ),
+        (
+            ("h", B.RELU, Device.CPU, Device.CPU, _execute),
+            BackendTypeError,
+            "KernelHandler.provider must be a Provider or one of its labels "
+            f"({' | '.join(Provider.labels())}), got <Device.CPU: 'cpu'> (Device)",
+        ),
+        (
+            ("h", B.RELU, Provider.REFERENCE, "gpu", _execute),
+            BackendLabelError,
+            "KernelHandler.device: unknown device gpu (known targets: ",
+        ),
+        (
+            ("h", B.RELU, Provider.REFERENCE, Device.CPU, None),
+            BackendTypeError,
+            "KernelHandler.execute must be a callable (execute(capsule, *args)), got None (NoneType)",
+        ),
+        (("", B.RELU, Provider.REFERENCE, Device.CPU, _execute), BackendValueError, f"{NAME} a non-empty"),
+        (("a\nb", B.RELU, Provider.REFERENCE, Device.CPU, _execute), BackendValueError, f"{NAME} printable"),
+        ((None, B.RELU, Provider.REFERENCE, Device.CPU, _execute), BackendTypeError, f"{NAME} a non-empty"),
+    ],
+    ids=["unknown-op", "provider-of-another-enum", "unknown-device", "execute-none", "empty-name",
+         "newline-name", "name-none"],
+)
+def test_a_handler_with_a_bad_field_is_refused_where_it_is_built(
+    fields: tuple[object, ...], error: type[Exception], message: str
+) -> None:
+    """review121 F2: ``KernelHandler('h', 'gpu', ...)`` and ``KernelHandler(..., None)`` were built
+    without complaint; each field is checked as ``KernelCapsule`` checks its own."""
+    with pytest.raises(error) as caught:
+        KernelHandler(*fields)  # type: ignore[arg-type]
+    assert str(caught.value).startswith(message)
+    if error is BackendLabelError:
+        assert isinstance(caught.value, UnknownLabelError)
+
+
+def test_validate_eager_request_takes_labels_and_refuses_what_is_not_a_capsule() -> None:
+    """review121 F2: right labels crashed with ``AttributeError: 'str' object has no attribute
+    'label'``; they now pass, wrong labels give the verbatim refusal, an unknown label is an
+    unknown label, and a capsule argument that is no capsule is named."""
+    validate_eager_request(REF_RELU, "relu", "cpu")  # type: ignore[arg-type]
+    with pytest.raises(BindingError) as caught:
+        validate_eager_request(REF_RELU, "add", "cuda")  # type: ignore[arg-type]
+    assert str(caught.value) == "capsule `reference.relu` implements `relu`, not `add`"
+    with pytest.raises(BindingError) as caught:
+        validate_eager_request(REF_RELU, B.RELU, "cuda")  # type: ignore[arg-type]
+    assert str(caught.value) == "capsule `reference.relu` targets `cpu`, not `cuda`"
+    with pytest.raises(UnknownLabelError, match=r"^unknown device gpu \(known targets: "):
+        validate_eager_request(REF_RELU, "relu", "gpu")  # type: ignore[arg-type]
+    with pytest.raises(BackendTypeError) as refused:
+        validate_eager_request(None, "relu", "cpu")  # type: ignore[arg-type]
+    assert str(refused.value) == "capsule must be a KernelCapsule, got None (NoneType)"
+    with pytest.raises(BackendTypeError, match=r"^device must be a Device or one of its labels \("):
+        validate_eager_request(REF_RELU, B.RELU, Provider.REFERENCE)  # type: ignore[arg-type]
 
 
 def test_external_policy_accepts_the_libtorch_forward() -> None:

@@ -19,6 +19,14 @@ from beartype.vale import Is
 from torchlean.backend.acceptance import AcceptedKernel
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import BindingError
+from torchlean.backend.fields import (
+    BackendTypeError,
+    describe,
+    enum_field,
+    instance_argument,
+    name_field,
+    parse_member,
+)
 from torchlean.backend.sealed import (
     _GATE,
     Sealable,
@@ -44,6 +52,16 @@ class KernelHandler(Generic[R]):
     caller passes to :meth:`ExecutableKernel.run` (none in the original's form
     ``execute : KernelCapsule → α``; the eager runtime passes the input storages and the op's
     parameters, so one bound handler serves every later call of the op).
+
+    Every field is checked when the handler is built, as the other backend records check theirs:
+    ``name`` a printable non-empty string; ``op``, ``provider`` and ``device`` a member or its
+    label (stored as the member); ``execute`` a callable.
+
+    Raises:
+        BackendTypeError: a field of the wrong type (``KernelHandler.execute must be a callable
+            (execute(capsule, *args)), got None (NoneType)``).
+        BackendValueError: an empty or unprintable name; an unknown label (a
+            ``BackendLabelError``, also an ``UnknownLabelError``).
     """
 
     name: str
@@ -51,6 +69,17 @@ class KernelHandler(Generic[R]):
     provider: Provider
     device: Device
     execute: Callable[..., R]
+
+    def __post_init__(self) -> None:
+        name_field(self, "name")
+        enum_field(self, "op", BackendOp)
+        enum_field(self, "provider", Provider)
+        enum_field(self, "device", Device)
+        if not callable(self.execute):
+            raise BackendTypeError(
+                f"KernelHandler.execute must be a callable (execute(capsule, *args)), "
+                f"got {describe(self.execute)}"
+            )
 
     def matches_capsule(self, capsule: KernelCapsule) -> bool:
         """Op, provider and device all equal the capsule's."""
@@ -148,13 +177,20 @@ def bind(accepted: AcceptedKernel, handler: KernelHandler[R]) -> ExecutableKerne
     return kernel
 
 
-def validate_eager_request(capsule: KernelCapsule, op: BackendOp, device: Device) -> None:
-    """Check that a selected capsule serves the eager request (op first, then device).
+def validate_eager_request(capsule: KernelCapsule, op: BackendOp | str, device: Device | str) -> None:
+    """Check that a selected capsule serves the eager request (op first, then device); ``op`` and
+    ``device`` may be members or their labels.
 
     Raises:
         BindingError: ``capsule `c` implements `relu`, not `add` `` or
             ``capsule `c` targets `cpu`, not `cuda` ``.
+        BackendTypeError: ``capsule must be a KernelCapsule, got None (NoneType)``; an ``op`` or
+            ``device`` that is neither a member nor a string.
+        UnknownLabelError: an unknown op or device label.
     """
+    capsule = instance_argument(capsule, KernelCapsule, "capsule")
+    op = parse_member(BackendOp, op, "op")
+    device = parse_member(Device, device, "device")
     if capsule.op is not op:
         raise BindingError(f"capsule `{capsule.name}` implements `{capsule.op.label}`, not `{op.label}`")
     if capsule.device is not device:
