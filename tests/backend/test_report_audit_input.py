@@ -1,7 +1,8 @@
 """The report functions that take one audit row refuse anything else with a ``TypeError`` naming
 ``.audit()`` (review62 F7: ``audit_line(y.produced_by)`` gave ``AttributeError: 'AcceptedKernel'
 object has no attribute 'capsule_name'``, and ``audit_line(None)`` an ``AttributeError`` on
-``'NoneType'``, although ``produced_by`` is None after an optimizer's update).
+``'NoneType'``, although ``produced_by`` is None after an optimizer's update). The plan, check and
+graph helpers refuse what they do not take in the same way (review121 F3).
 
 Oracles: hand-written lines and messages; the accepted input still gives the rows it gave.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from backend_builders import relu_chain
 
 import torchlean as tl
 from torchlean.backend import profiles, report
@@ -123,3 +125,63 @@ def test_an_audit_row_is_plain_data_and_the_documents_say_so() -> None:
         assert "plain data" in " ".join((function.__doc__ or "").split()), function.__name__
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     assert "Only those three types are sealed: the audit row that `.audit()` makes" in readme
+
+
+def _graph_plans() -> tuple[Any, Any]:
+    plan = profiles.get("checked_cpu").accept_graph(relu_chain(2)).plan
+    assert plan is not None
+    return plan.graph_plan, plan.grouped_plan
+
+
+PLAN_AUDIT = "a KernelPlanAudit as audit (what plan.audit() returns)"
+GRAPH_PLAN = "a GraphKernelPlan as plan (what profile.plan_graph(graph) returns)"
+GROUPED = "a GroupedKernelPlan as grouped (what to_coalesced_groups(plan) returns)"
+POLICY = "a KernelPolicy as policy (profile.policy)"
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "expected"),
+    [
+        ("rows_lines", lambda value: report.rows_lines(value), PLAN_AUDIT),
+        ("boundary_line", lambda value: report.boundary_line(value), PLAN_AUDIT),
+        ("check_lines", lambda value: report.check_lines(value),
+         "a ContractCheck as check (what audit.check_contracts(policy) returns)"),
+        ("summary_line", lambda value: report.summary_line("checked_cpu", value), POLICY),
+        ("plan_report", lambda value: report.plan_report("checked_cpu", value, None), POLICY),
+        ("plan_report", lambda value: report.plan_report(
+            "checked_cpu", profiles.get("checked_cpu").policy, value
+        ), "a KernelPlan as plan (what profile.plan_ops(ops) returns)"),
+        ("graph_plan_lines", lambda value: report.graph_plan_lines(value), GRAPH_PLAN),
+        ("group_lines", lambda value: report.group_lines(value, _graph_plans()[1]), GRAPH_PLAN),
+        ("group_lines", lambda value: report.group_lines(_graph_plans()[0], value), GROUPED),
+    ],
+    ids=["rows_lines", "boundary_line", "check_lines", "summary_line", "plan_report-policy",
+         "plan_report-plan", "graph_plan_lines", "group_lines-plan", "group_lines-grouped"],
+)  # fmt: skip
+@pytest.mark.parametrize("value", [None, "relu"])
+def test_the_plan_and_graph_helpers_refuse_what_they_do_not_take(
+    name: str, call: Callable[[Any], Any], expected: str, value: object
+) -> None:
+    """review121 F3: ``rows_lines(None)``, ``check_lines(None)``, ``summary_line('x', None)``,
+    ``boundary_line(None)``, ``graph_plan_lines(None)`` and ``group_lines(None, None)`` raised an
+    ``AttributeError`` from inside; each names the function, the argument, what it takes and the
+    value, as ``audit_line`` does."""
+    with pytest.raises(BackendTypeError) as info:
+        call(value)
+    assert str(info.value) == f"report.{name} takes {expected}, got {value!r} ({type(value).__name__})"
+
+
+def test_the_plan_and_graph_helpers_render_what_they_take_as_before() -> None:
+    profile = profiles.get("checked_cpu")
+    plan = profile.plan_ops(["relu"])
+    audit = plan.audit()
+    assert report.rows_lines(audit)[0] == "relu -> reference.relu"
+    assert report.boundary_line(audit) == "trusted external boundary: none"
+    assert report.check_lines(audit.check_contracts("checked")) == ["checked: accepted"]
+    assert report.summary_line("checked_cpu", profile.policy).startswith("profile=checked_cpu device=cpu ")
+    assert report.plan_report("checked_cpu", profile.policy, plan).splitlines()[1] == (
+        "trusted external boundary: none"
+    )
+    graph_plan, grouped = _graph_plans()
+    assert report.graph_plan_lines(graph_plan)[0] == "nodes 3, planned 2"
+    assert report.group_lines(graph_plan, grouped) == ["kernels 2, groups 1", "  [1, 2] relu"]

@@ -65,6 +65,23 @@ def descriptor_line(obligation: ContractObligation, descriptor: ContractDescript
     return f"    {obligation.label}: {descriptor.claim.label}; {descriptor.evidence.label}"
 
 
+def _require(value: object, cls: type[object], function: str, expected: str, hint: str = "") -> None:
+    """Refuse anything but a ``cls`` as an argument of ``report.{function}`` (the public helpers
+    read attributes of their arguments: an ``AttributeError`` from deep inside them named neither
+    the function nor what it takes).
+
+    Raises:
+        BackendTypeError: ``report.{function} takes {expected}, got {value} ({type}){hint}``.
+    """
+    if not isinstance(value, cls):
+        raise BackendTypeError(f"report.{function} takes {expected}, got {describe(value)}{hint}")
+
+
+_POLICY = "a KernelPolicy as policy (profile.policy)"
+_PLAN_AUDIT = "a KernelPlanAudit as audit (what plan.audit() returns)"
+_GRAPH_PLAN = "a GraphKernelPlan as plan (what profile.plan_graph(graph) returns)"
+
+
 def _require_audit(row: object, function: str) -> None:
     """Refuse anything but a :class:`KernelAudit` as ``function``'s row, naming ``.audit()``.
 
@@ -84,10 +101,10 @@ def _require_audit(row: object, function: str) -> None:
         )
     else:
         hint = ""
-    raise BackendTypeError(
-        f"report.{function} takes a KernelAudit, the row AcceptedKernel.audit() returns "
-        f"(report.{function}(t.produced_by.audit())), got {describe(row)}{hint}"
+    expected = (
+        f"a KernelAudit, the row AcceptedKernel.audit() returns (report.{function}(t.produced_by.audit()))"
     )
+    _require(row, KernelAudit, function, expected, hint)
 
 
 def audit_line(row: KernelAudit) -> str:
@@ -128,7 +145,13 @@ def detailed_report_lines(row: KernelAudit) -> list[str]:
 
 
 def summary_line(name: str, policy: KernelPolicy) -> str:
-    """``profile={name} device={device} assurance={assurance} vjp={vjp mode}``."""
+    """``profile={name} device={device} assurance={assurance} vjp={vjp mode}``.
+
+    Raises:
+        BackendTypeError: ``policy`` is not a :class:`KernelPolicy` (``report.summary_line takes a
+            KernelPolicy as policy (profile.policy), got None (NoneType)``).
+    """
+    _require(policy, KernelPolicy, "summary_line", _POLICY)
     return (
         f"profile={name} device={policy.device.label} assurance={policy.assurance.label} "
         f"vjp={policy.vjp_mode.label}"
@@ -136,7 +159,12 @@ def summary_line(name: str, policy: KernelPolicy) -> str:
 
 
 def boundary_line(audit: KernelPlanAudit) -> str:
-    """``trusted external boundary: none`` or the comma-joined op names of trusted-external rows."""
+    """``trusted external boundary: none`` or the comma-joined op names of trusted-external rows.
+
+    Raises:
+        BackendTypeError: ``audit`` is not a :class:`KernelPlanAudit` (``plan.audit()``).
+    """
+    _require(audit, KernelPlanAudit, "boundary_line", _PLAN_AUDIT)
     ops = audit.trusted_external_ops
     return f"trusted external boundary: {', '.join(ops) if ops else 'none'}"
 
@@ -161,7 +189,13 @@ def plan_report(
     ``notes`` maps a capsule name to a note printed as ``    note: {note}`` after that kernel's lines
     (:meth:`torchlean.backend.profiles.BackendProfile.plan_report` notes a capsule a session would
     refuse before it runs).
+
+    Raises:
+        BackendTypeError: ``policy`` is not a :class:`KernelPolicy` or ``plan`` not a
+            :class:`KernelPlan`.
     """
+    _require(policy, KernelPolicy, "plan_report", _POLICY)
+    _require(plan, KernelPlan, "plan_report", "a KernelPlan as plan (what profile.plan_ops(ops) returns)")
     audit = plan.audit()
     lines = [summary_line(name, policy), boundary_line(audit)]
     for row in audit.kernels:
@@ -172,7 +206,13 @@ def plan_report(
 
 
 def rows_lines(audit: KernelPlanAudit) -> list[str]:
-    """The docs' ``bsRows``: ``op -> capsule``, provider/trust, reduction, value evidence."""
+    """The docs' ``bsRows``: ``op -> capsule``, provider/trust, reduction, value evidence.
+
+    Raises:
+        BackendTypeError: ``audit`` is not a :class:`KernelPlanAudit` (``report.rows_lines takes a
+            KernelPlanAudit as audit (what plan.audit() returns), got None (NoneType)``).
+    """
+    _require(audit, KernelPlanAudit, "rows_lines", _PLAN_AUDIT)
     lines: list[str] = []
     for row in audit.kernels:
         lines += [
@@ -186,7 +226,13 @@ def rows_lines(audit: KernelPlanAudit) -> list[str]:
 
 def check_lines(check: ContractCheck) -> list[str]:
     """The docs' ``bsCheck``: per rejected obligation ``checked: rejected {capsule} {obligation}`` and
-    ``  {evidence}``; or ``external: accepted``."""
+    ``  {evidence}``; or ``external: accepted``.
+
+    Raises:
+        BackendTypeError: ``check`` is not a :class:`ContractCheck` (``audit.check_contracts(policy)``).
+    """
+    expected = "a ContractCheck as check (what audit.check_contracts(policy) returns)"
+    _require(check, ContractCheck, "check_lines", expected)
     label = check.policy.label
     if check.accepted:
         return [f"{label}: accepted"]
@@ -222,7 +268,12 @@ def explain_lines(
 
 
 def graph_plan_lines(plan: GraphKernelPlan) -> list[str]:
-    """The docs' ``bsGraphPlan``: ``nodes N, planned K`` then ``  {id} {kind} -> {capsule}``."""
+    """The docs' ``bsGraphPlan``: ``nodes N, planned K`` then ``  {id} {kind} -> {capsule}``.
+
+    Raises:
+        BackendTypeError: ``plan`` is not a :class:`GraphKernelPlan` (``profile.plan_graph(graph)``).
+    """
+    _require(plan, GraphKernelPlan, "graph_plan_lines", _GRAPH_PLAN)
     lines = [f"nodes {plan.node_count}, planned {len(plan.kernels)}"]
     lines += [f"  {k.node_id} {k.kind.describe()} -> {k.capsule.name}" for k in plan.kernels]
     return lines
@@ -231,7 +282,15 @@ def graph_plan_lines(plan: GraphKernelPlan) -> list[str]:
 def group_lines(
     plan: GraphKernelPlan, grouped: GroupedKernelPlan, *, with_capsule: bool = False
 ) -> list[str]:
-    """The docs' ``bsGroups`` / ``bsChain``: ``kernels K, groups G`` then ``  [ids] op [capsule]``."""
+    """The docs' ``bsGroups`` / ``bsChain``: ``kernels K, groups G`` then ``  [ids] op [capsule]``.
+
+    Raises:
+        BackendTypeError: ``plan`` is not a :class:`GraphKernelPlan` or ``grouped`` not a
+            :class:`GroupedKernelPlan` (``to_coalesced_groups(plan)``).
+    """
+    _require(plan, GraphKernelPlan, "group_lines", _GRAPH_PLAN)
+    expected = "a GroupedKernelPlan as grouped (what to_coalesced_groups(plan) returns)"
+    _require(grouped, GroupedKernelPlan, "group_lines", expected)
     lines = [f"kernels {len(plan.kernels)}, groups {len(grouped.groups)}"]
     for group in grouped.groups:
         suffix = f" {group.capsule.name}" if with_capsule else ""
