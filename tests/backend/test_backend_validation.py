@@ -48,6 +48,7 @@ from torchlean.backend.registry import (
 from torchlean.backend.vocabulary import (
     BackendOp,
     Device,
+    LabelledEnum,
     Provider,
     ReductionPolicy,
     TensorLayout,
@@ -776,6 +777,64 @@ def test_labels_parse_case_sensitively_and_name_their_vocabulary(
     """LabelledEnum.parse: "the member whose label is exactly label (case-sensitive)"."""
     with pytest.raises(UnknownLabelError, match=message):
         parse(label)
+
+
+ENUMS = [BackendOp, Device, Provider, TrustLevel, VJPMode, TensorLayout, ReductionPolicy]
+DEVICE_EXPECTED = f"device must be a Device or one of its labels ({DEVICES}), got"
+TRUST_EXPECTED = "trust level must be a TrustLevel or one of its labels (checked | trusted-external), got"
+TRUST_MEMBER = repr(TrustLevel.CHECKED)  # <TrustLevel.CHECKED: 'checked'>
+ASSURANCE_EXPECTED = "assurance policy must be an AssurancePolicy or its label (checked | external), got"
+
+
+@pytest.mark.parametrize("enum", ENUMS)
+def test_parse_returns_a_member_of_its_own_enum(enum: type[LabelledEnum]) -> None:
+    """review121 F3: ``Device.parse(Device.CPU)`` said ``unknown device <Device.CPU: 'cpu'>``,
+    calling a valid member unknown; a member of that very enum is now returned as it is."""
+    for member in enum:
+        assert enum.parse(member) is member
+        assert enum.parse(member.label) is member
+
+
+@pytest.mark.parametrize(
+    ("parse", "value", "message"),
+    [
+        (Device.parse, None, f"{DEVICE_EXPECTED} None (NoneType)"),
+        (Device.parse, Provider.REFERENCE, f"{DEVICE_EXPECTED} <Provider.REFERENCE: 'reference'> (Provider)"),
+        (BackendOp.parse, 3, f"op must be a BackendOp or one of its labels ({OPS}), got 3 (int)"),
+        (TrustLevel.parse, b"checked", f"{TRUST_EXPECTED} b'checked' (bytes)"),
+        (AssurancePolicy.parse, None, f"{ASSURANCE_EXPECTED} None (NoneType)"),
+        (AssurancePolicy.parse, TrustLevel.CHECKED, f"{ASSURANCE_EXPECTED} {TRUST_MEMBER} (TrustLevel)"),
+    ],
+    ids=["device-none", "device-of-provider", "op-int", "trust-bytes", "assurance-none", "assurance-trust"],
+)  # fmt: skip
+def test_parse_refuses_what_is_neither_a_label_nor_a_member_naming_its_type(
+    parse: Callable[[object], object], value: object, message: str
+) -> None:
+    """review121 F3: a non-string was refused as ``unknown device None`` (an ``UnknownLabelError``);
+    it is a ``BackendTypeError`` saying what was given and what is accepted, as ``parse_member``
+    and ``AssurancePolicy.coerce`` say it."""
+    with pytest.raises(BackendTypeError) as info:
+        parse(value)
+    assert str(info.value) == message
+
+
+def test_assurance_policy_parse_returns_a_policy_as_it_is() -> None:
+    assert AssurancePolicy.parse(AssurancePolicy.CHECKED) is AssurancePolicy.CHECKED
+    assert AssurancePolicy.parse(AssurancePolicy.EXTERNAL) is AssurancePolicy.EXTERNAL
+    assert AssurancePolicy.parse("external") is AssurancePolicy.EXTERNAL
+
+
+def test_availability_cuda_refuses_a_with_libtorch_that_is_not_a_bool() -> None:
+    """review121 F3: ``Availability.cuda("false")`` added libtorch (a non-empty string is truthy);
+    the flag is refused as ``AssurancePolicy(1)`` refuses its own."""
+    from torchlean.backend.availability import Availability
+
+    assert Provider.LIBTORCH in Availability.cuda(True).providers
+    assert Provider.LIBTORCH not in Availability.cuda().providers
+    for value, shown in (("false", "'false' (str)"), (1, "1 (int)"), (None, "None (NoneType)")):
+        with pytest.raises(BackendTypeError) as info:
+            Availability.cuda(value)  # type: ignore[arg-type]
+        assert str(info.value) == f"Availability.cuda: with_libtorch must be True or False, got {shown}"
 
 
 def test_maintained_for_device_parses_labels_like_the_rest_of_the_backend_api() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.fields import enum_tuple_field
+from torchlean.backend.fields import BackendTypeError, describe, enum_tuple_field
 from torchlean.backend.vocabulary import Device, Provider
 
 __all__ = ["Availability"]
@@ -45,7 +45,16 @@ class Availability:
 
     @classmethod
     def cuda(cls, with_libtorch: bool = False) -> Availability:
-        """Devices ``[cpu, cuda]``, providers ``[reference, torchlean, native-cuda]`` (+ ``libtorch``)."""
+        """Devices ``[cpu, cuda]``, providers ``[reference, torchlean, native-cuda]`` (+ ``libtorch``).
+
+        Raises:
+            BackendTypeError: ``with_libtorch`` is not ``True`` or ``False`` (``"false"`` would add
+                libtorch): ``Availability.cuda: with_libtorch must be True or False, got 'false' (str)``.
+        """
+        if not isinstance(with_libtorch, bool):
+            raise BackendTypeError(
+                f"Availability.cuda: with_libtorch must be True or False, got {describe(with_libtorch)}"
+            )
         providers: tuple[Provider, ...] = (Provider.REFERENCE, Provider.TORCHLEAN, Provider.NATIVE_CUDA)
         if with_libtorch:
             providers += (Provider.LIBTORCH,)

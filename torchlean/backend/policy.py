@@ -122,12 +122,17 @@ class AssurancePolicy:
         return False
 
     @classmethod
-    def parse(cls, label: str) -> AssurancePolicy:
-        """``checked`` or ``external``.
+    def parse(cls, label: str | AssurancePolicy) -> AssurancePolicy:
+        """``checked`` or ``external``; an ``AssurancePolicy`` is returned as it is.
 
         Raises:
             UnknownLabelError: for any other label, naming both accepted labels.
+            BackendTypeError: neither a string nor an ``AssurancePolicy``, as :meth:`coerce` says
+                (``assurance policy must be an AssurancePolicy or its label (checked | external),
+                got None (NoneType)``).
         """
+        if not isinstance(label, str):
+            return cls.coerce(label)
         for policy in (cls.CHECKED, cls.EXTERNAL):
             if policy.label == label:
                 return policy

@@ -3,7 +3,9 @@
 Each enum member is UPPER_CASE and carries its stable string in ``.label``
 (``BackendOp.SCALED_DOT_PRODUCT_ATTENTION.label == "scaled_dot_product_attention"``).
 ``Enum.parse(label)`` is the inverse and raises :class:`UnknownLabelError` naming the accepted
-labels. Catalog/enumeration order is the original's Generation-B order.
+labels; it returns a member of its own enum as it is and refuses any other non-string with a
+``BackendTypeError`` naming its type (review121 F3). Catalog/enumeration order is the original's
+Generation-B order.
 """
 
 from __future__ import annotations
@@ -50,17 +52,35 @@ class LabelledEnum(enum.Enum):
         return [member.label for member in cls]
 
     @classmethod
-    def parse(cls, label: str) -> Self:
-        """Return the member whose label is exactly ``label`` (case-sensitive).
+    def parse(cls, label: str | Self) -> Self:
+        """Return the member whose label is exactly ``label`` (case-sensitive); a member of this
+        very enum is returned as it is.
 
         Raises:
             UnknownLabelError: ``unknown <kind> <label> (known: a | b | ...)``.
+            BackendTypeError: neither a string nor a member of this enum (a member of another
+                enum included): ``<kind> must be a <Enum> or one of its labels (a | b | ...), got
+                None (NoneType)``.
         """
+        if not isinstance(label, str):
+            return cls._member(label, cls.kind())
         for member in cls:
             if member.label == label:
                 return member
         known = " | ".join(cls.labels())
         raise UnknownLabelError(f"unknown {cls.kind()} {name_shown(label)} (known: {known})")
+
+    @classmethod
+    def _member(cls, value: object, what: str) -> Self:
+        """:meth:`parse` of what is not a string: a member of this enum, returned as it is.
+
+        Raises:
+            BackendTypeError: anything else: ``{what} must be a {Enum} or one of its labels
+                (a | b | ...), got {value} ({type})``.
+        """
+        from torchlean.backend.fields import parse_member  # fields imports this module
+
+        return parse_member(cls, value, what)
 
     def __str__(self) -> str:
         return self.label
@@ -84,9 +104,10 @@ class Device(LabelledEnum):
         return self.label
 
     @classmethod
-    def parse(cls, label: str) -> Device:
-        """Parse a device name; the error text is the original's verbatim for a non-empty name
-        without blanks at its ends (others are shown as their literal, e.g. ``''``).
+    def parse(cls, label: str | Device) -> Device:
+        """Parse a device name (a :class:`Device` is returned as it is); the error text is the
+        original's verbatim for a non-empty name without blanks at its ends (others are shown as
+        their literal, e.g. ``''``).
 
         A ``Device`` names the kind of target only, so a CUDA device with an ordinal (``cuda:1``)
         is refused, with a note after the original's text: such a device string is accepted where
@@ -95,7 +116,11 @@ class Device(LabelledEnum):
 
         Raises:
             UnknownLabelError: ``unknown device {value} (known targets: cpu | cuda | ...)``.
+            BackendTypeError: neither a string nor a ``Device``: ``device must be a Device or one
+                of its labels (cpu | cuda | ...), got None (NoneType)``.
         """
+        if not isinstance(label, str):
+            return cls._member(label, "device")
         for member in cls:
             if member.label == label:
                 return member
