@@ -688,6 +688,15 @@ _RUNNING_STATISTICS_NEED = (
 _DROPOUT_NEED = "a dropout mask is drawn by `{op}` before each training step's graph runs"
 
 
+def _hits(logits: np.ndarray[Any, Any], labels: np.ndarray[Any, Any]) -> int:
+    """How many rows of ``logits`` (n, classes) predict their label (n,): the argmax class, and
+    only for a row whose logits are all finite (a diverged model's NaN row has numpy argmax 0,
+    which is no prediction; ``torchlean predict`` counts it wrong too). :meth:`Trainer.evaluate`'s
+    accuracy and each epoch's validation accuracy both count with it."""
+    right = logits.argmax(axis=-1) == labels
+    return int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+
+
 class Trainer(Generic[In, Out]):
     """Trains ``layer`` on ``(x, y)`` arrays; see the module docstring.
 
@@ -1670,8 +1679,7 @@ class Trainer(Generic[In, Out]):
             start += logits.shape[0]
             total += float(np.sum(cross_entropy_terms(logits, target, self.label_smoothing)))
             labels = target if target.dtype.kind in "iu" else target.argmax(axis=-1)
-            right = logits.argmax(axis=-1) == labels
-            hits += int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+            hits += _hits(logits, labels)
         labelled = held_out.y.dtype.kind in "iu"
         predictions = held_out.y.size if labelled else held_out.y.size // held_out.y.shape[-1]
         return total / predictions, hits / predictions
@@ -1775,8 +1783,7 @@ class Trainer(Generic[In, Out]):
             labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
             hits, start = 0, 0
             for logits in self._outputs(session, xs, _EVALUATION_CHUNK):
-                right = logits.argmax(axis=-1) == labels[start : start + logits.shape[0]]
-                hits += int(np.count_nonzero(right & np.isfinite(logits).all(axis=-1)))
+                hits += _hits(logits, labels[start : start + logits.shape[0]])
                 start += logits.shape[0]
             return {"accuracy": hits / labels.size if labels.size else math.nan}
         prediction = self.predict(x).astype(np.float64)

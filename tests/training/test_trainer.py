@@ -1200,6 +1200,23 @@ def test_evaluate_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_l
     assert trainer.evaluate(np.array([[2.0, 0.0], [np.nan, 0.0]]), np.array([0, 0])) == {"accuracy": 0.5}
 
 
+def test_validation_accuracy_counts_a_non_finite_row_as_wrong_even_when_its_argmax_is_the_label() -> None:
+    """review124 F1: the epoch's validation accuracy dropped the finiteness test that evaluate's
+    keeps and no test noticed. Validation data must be finite, so the model makes the row
+    infinite: float32 logits of the first row are [inf, 0, -inf] (1e30 * 1e30 overflows), whose
+    argmax 0 is its label, yet it predicts nothing; the second row's [2, 0, -2] is right: 1/2."""
+    trainer = Trainer(nn.linear(2, 3), objective=Objective.CROSS_ENTROPY,
+                      config=RunConfig(optimizer=optim.sgd(0.0)))
+    weight = np.array([[1e30, 0.0], [0.0, 1.0], [-1e30, -1.0]], dtype=np.float32)
+    trainer.model.load_state({"weight": weight, "bias": np.zeros(3, dtype=np.float32)})
+    x_val, y_val = np.array([[1e30, 0.0], [2e-30, 0.0]]), np.array([0, 0])
+    # the second row by hand: logits [2, 0, -2] in float32, argmax 0 = its label
+    assert trainer.evaluate(x_val, y_val) == {"accuracy": 0.5}
+    trainer.fit(np.zeros((2, 2)), np.array([0, 1]), epochs=1, batch_size=2, validation=(x_val, y_val))
+    assert trainer.history.val_accuracy == (0.5,)
+    np.testing.assert_array_equal(trainer.model.state()["weight"], weight)  # lr 0: the same model
+
+
 @pytest.mark.parametrize("name", ["config", "objective", "label_smoothing", "seed"])
 def test_the_settings_are_read_only(name):
     """review26_ls F4: a setting changed after construction bypassed its checks (and the session,
