@@ -557,6 +557,10 @@ def test_bad_warmup_cosine_is_a_one_line_error(capsys, spec, epochs, message):
         (("--optimizer", "adamw", "--max-grad-value", "0"),
          "note: --max-grad-value 0 clips " + CLIPPED, True),
         (("--max-grad-norm", "1e-6"), "", True),
+        (("--optimizer", "sgd", "--max-grad-norm", "1e-50", "--dtype", "float32"),  # review123 F1
+         "note: --max-grad-norm 1e-50 (0 in float32, the gradients' dtype) clips " + CLIPPED, False),
+        (("--optimizer", "sgd", "--max-grad-value", "1e-50", "--dtype", "float32"),
+         "note: --max-grad-value 1e-50 (0 in float32, the gradients' dtype) clips " + CLIPPED, False),
         (("--lr-schedule", "step:1:0"),  # review107 F4: epochs 2 and 3 train nothing
          "note: --lr-schedule step:1:0.0 makes the learning rate 0 from epoch 2 on, so no update after "
          "epoch 1 moves a weight\n", False),

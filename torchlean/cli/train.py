@@ -439,7 +439,8 @@ def _no_update_note(args: argparse.Namespace) -> str:
     ``--lr 0`` makes every update zero (each optimizer scales its step by the rate, and each
     ``--lr-schedule`` scales the rate), as does a rate that is 0 in the weights' dtype (``--lr
     1e-50`` in float32) and ``--lr-schedule step:N:0`` after epoch N;
-    ``--max-grad-norm 0`` or ``--max-grad-value 0`` clips every
+    ``--max-grad-norm 0`` or ``--max-grad-value 0`` (or a limit that is 0 in the weights' dtype,
+    ``1e-50`` in float32, as the clipping rounds it to the gradients' dtype) clips every
     gradient to zero, after which only weight decay and the optimizer state already built up
     (momentum, moments of a resumed run) move weights. torch accepts these values too."""
     if args.lr == 0.0:
@@ -453,11 +454,16 @@ def _no_update_note(args: argparse.Namespace) -> str:
         after = schedule.step_size
         return (f"note: --lr-schedule {schedule.spec} makes the learning rate 0 from epoch {after + 1} on, "
                 f"so no update after epoch {after} moves a weight\n")
-    limits = [flag for flag, value in (("--max-grad-value", args.max_grad_value),
-                                       ("--max-grad-norm", args.max_grad_norm)) if value == 0.0]
+    rounded = np.dtype(args.dtype).type  # review123 F1: 1e-50 is 0 in float32, as the clipping rounds it
+    given = (("--max-grad-value", args.max_grad_value), ("--max-grad-norm", args.max_grad_norm))
+    limits = [
+        f"{flag} 0" if value == 0.0 else f"{flag} {value!r} (0 in {args.dtype}, the gradients' dtype)"
+        for flag, value in given
+        if value is not None and rounded(value) == 0.0
+    ]
     if not limits:
         return ""
-    return (f"note: {' and '.join(f'{flag} 0' for flag in limits)} clip{'' if len(limits) > 1 else 's'} "
+    return (f"note: {' and '.join(limits)} clip{'' if len(limits) > 1 else 's'} "
             "every gradient to zero, so only weight decay and the optimizer state already built up "
             "(momentum, moments) move the weights\n")
 
