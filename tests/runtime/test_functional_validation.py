@@ -704,6 +704,24 @@ def test_cross_entropy_index_misfit_names_the_class_axis() -> None:
     assert last.item() == pytest.approx(np.log(7.0), rel=1e-15)  # uniform over 7 classes
 
 
+def test_cross_entropy_of_class_ids_read_as_floats_names_the_cast() -> None:
+    """review123 F3: ids read with np.loadtxt are float64, which cross_entropy (as torch) reads as
+    probabilities; whole numbers of one rank fewer than the logits get the cast that Trainer.fit
+    names, other float targets of the wrong shape only the shape."""
+    logits = tl.tensor(np.zeros((4, 3), dtype=np.float32))
+    shapes = "cross_entropy: class probabilities of shape (4,) must have the logits' shape (4, 3)"
+    cast = "; these hold whole numbers, as class indices do: integral values can be cast with "
+    cast += ".astype(np.int64)"
+    with pytest.raises(TensorError, match=re.escape(shapes + cast)):
+        tl.cross_entropy(logits, np.array([0.0, 1.0, 2.0, 1.0]))
+    for target in (np.array([0.5, 1.0, 2.0, 1.0]), np.array([0.0, np.nan, 2.0, 1.0])):
+        with pytest.raises(TensorError, match=re.escape(shapes) + "$"):
+            tl.cross_entropy(logits, target)
+    with pytest.raises(TensorError, match=r"shape \(4, 2\) must have the logits' shape \(4, 3\)$"):
+        tl.cross_entropy(logits, np.zeros((4, 2)))
+    assert tl.cross_entropy(logits, np.array([0, 1, 2, 1])).item() == pytest.approx(math.log(3))
+
+
 def test_cross_entropy_of_0d_logits_says_they_need_a_class_axis() -> None:
     with pytest.raises(IndexError, match="no dimensions"):  # torch refuses 0-d logits too
         torch.nn.functional.cross_entropy(torch.tensor(1.0), torch.tensor(0.5))

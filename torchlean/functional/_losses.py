@@ -332,9 +332,15 @@ def cross_entropy(
         return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
     if raw.dtype.kind == "f":
         if raw.shape != logits.shape:
+            whole = raw.ndim == logits.ndim - 1 and bool(np.all(np.isfinite(raw))) and bool(
+                np.all(raw == np.round(raw)))  # review123 F3: class ids read as floats (np.loadtxt)
+            cast = (
+                "; these hold whole numbers, as class indices do: integral values can be cast with "
+                ".astype(np.int64) (torch, too, reads a float target as probabilities)" if whole else ""
+            )
             raise TensorError(
                 f"cross_entropy: class probabilities of shape {raw.shape} must have the logits' shape "
-                f"{logits.shape}"
+                f"{logits.shape}{cast}"
             )
         if ignore >= 0:  # torch: "ignore_index is not supported for floating point target"
             raise TensorError(
