@@ -580,3 +580,20 @@ def test_settings_under_which_no_gradient_moves_a_weight_are_noted(
         saved.append(dict(checkpoint.load(path).weights))
     same = all(np.array_equal(saved[0][name], saved[1][name]) for name in saved[0])
     assert same != moves
+
+
+def test_a_file_option_given_twice_is_noted_and_the_last_applies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review123 F2: ``--save a.npz --save b.npz`` wrote b.npz only, without a word (argparse keeps
+    the last value); a note now names both paths, once the command line parses. Other options
+    given twice override silently (as BASE's are overridden throughout this module), and the same
+    path twice is not noted."""
+    first, last = tmp_path / "a.npz", tmp_path / "b b.npz"
+    code, _, err = train(capsys, *BASE, "--epochs", "1", "--save", str(first), "--save", str(last),
+                         "--report-json", str(tmp_path / "r.json"), "--report-json", str(tmp_path / "r.json"),
+                         "--dtype", "float32")
+    assert code == 0
+    assert err == (f"note: --save is given more than once; the last value applies ('{last}', not {first})\n")
+    assert last.exists() and not first.exists()
+    assert checkpoint.load(last).dtype == "float32"  # --dtype float32 over BASE's float64, without a note

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import NoReturn
+from typing import Any, NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
@@ -36,8 +36,43 @@ _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 """What argparse reads as a negative number (a positional) rather than as an option."""
 
 
+def _shown_words(words: Sequence[str]) -> str:
+    """An option's value as it was written, for a note (quoted when empty or holding a blank)."""
+    return " ".join(repr(word) if not word or any(c.isspace() for c in word) else word for word in words)
+
+
+class _StoreNoted(argparse._StoreAction):
+    """argparse's store action (the last value given applies, as in argparse and most tools), which
+    notes a file option (``--save``, ``--resume``, ``--output``, ``--report-json``, ``--json``:
+    argparse ``type`` ``file_path`` or ``output_path``) given again with another value (review123
+    F2: ``--save a.npz --save b.npz`` wrote ``b.npz`` only, without a word): :func:`_run` prints
+    the notes once the command line parses, before the command runs. Other options given twice
+    are not noted: overriding an earlier value (a shell alias's ``--epochs``, a script's base
+    options) is how the last-wins rule is used."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from torchlean.cli._output import file_path, output_path
+
+        noted = self.type in (file_path, output_path)
+        if noted and option_string is not None and isinstance(parser, _Parser):
+            written = _shown_words(parser.value_words)
+            earlier = parser.given.get(self.dest)
+            if earlier is not None and earlier[0] != values:
+                parser.repeated.append(f"note: {option_string} is given more than once; the last value "
+                                       f"applies ({written}, not {earlier[1]})")
+            parser.given[self.dest] = (values, written)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse parser whose usage errors are one line, exit status 2."""
+    """argparse parser whose usage errors are one line, exit status 2, and which notes a file
+    option given twice with different values (:class:`_StoreNoted`)."""
 
     commands: tuple[str, ...] = ()
     """The subcommand names, in registration order (set by :func:`build_parser`)."""
@@ -54,9 +89,33 @@ class _Parser(argparse.ArgumentParser):
     """Options taking one value that are moved, with their values, ahead of the command's other
     words before parsing (:func:`_options_first`), so that they parse wherever they stand."""
 
+    children: tuple[_Parser, ...] = ()
+    """The subcommands' parsers (set by :func:`build_parser`), whose :attr:`repeated` notes
+    :meth:`repeated_notes` gathers."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreNoted)
+        self.register("action", "store", _StoreNoted)
+        self.given: dict[str, tuple[object, str]] = {}
+        self.repeated: list[str] = []
+        self.value_words: list[str] = []
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """argparse's conversion of an argument's words, which are kept as written (for
+        :class:`_StoreNoted`, whose action argparse calls next with the converted value)."""
+        self.value_words = list(arg_strings)
+        return super()._get_values(action, arg_strings)
+
+    def repeated_notes(self) -> list[str]:
+        """The notes of file options given more than once with different values, in the last
+        parse of this parser and its subcommands'."""
+        return [*self.repeated, *(note for child in self.children for note in child.repeated)]
+
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        self.given, self.repeated = {}, []
         words = list(sys.argv[1:] if args is None else args)
         if self.options_first:
             words = _options_first(words, self.options_first, tuple(self._option_string_actions))
@@ -189,6 +248,7 @@ def build_parser() -> _Parser:
         module = importlib.import_module(f"torchlean.cli.{name}")
         module.register(subparsers)
     parser.commands = tuple(subparsers.choices)
+    parser.children = tuple(child for child in subparsers.choices.values() if isinstance(child, _Parser))
     return parser
 
 
@@ -260,6 +320,8 @@ def _run(argv: Sequence[str] | None) -> int:
             "torchlean --help describes them)"
         )
     args.argv = ["torchlean", *words]  # the command line, for the records' environment block
+    for note in parser.repeated_notes():
+        print(note, file=sys.stderr)
     if sys.stdout is None:
         # started with file descriptor 1 closed (``>&-``): print() would drop every line silently
         print("error: cannot write the output: standard output is closed", file=sys.stderr)
