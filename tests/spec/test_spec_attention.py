@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
 from torchlean.spec import (
+    FlashAttentionConfig,
     SpecTypeError,
     SpecValueError,
     _arith,
@@ -464,6 +465,23 @@ def test_longdouble_lifts_exactly_to_the_mpmath_path() -> None:
         q = np.array([[1.0, 0.0]], dtype=np.longdouble)
         out = scaled_dot_product_attention(as_mpf_array(q), q, q.astype(np.longdouble))
         assert out.dtype == object and out[0, 0] == 1
+
+
+@pytest.mark.parametrize("scale", [np.float16(0.5), np.float32(0.5), np.int32(2), np.int64(2), np.uint8(2)])
+def test_a_numpy_scalar_scale_works_on_the_mpmath_path(scale: object) -> None:
+    """review125 F1: mpmath refuses numpy scalars but np.float64 (a bare TypeError, not a
+    SpecTypeError); each is now the exact number it holds, as on the float path: the result
+    equals that of the Python scale, at 50 digits, for sdpa and the flash spec."""
+    q, k, v = _inputs(46, ((3, 2), (4, 2), (4, 5)))
+    plain = float(scale) if isinstance(scale, np.floating) else int(scale)  # type: ignore[call-overload]
+    with mpmath.workdps(50):
+        mq, mk, mv = (as_mpf_array(a) for a in (q, k, v))
+        want = scaled_dot_product_attention(mq, mk, mv, scale=plain)
+        assert (scaled_dot_product_attention(mq, mk, mv, scale=scale) == want).all()
+        tiled = flash_attention(mq, mk, mv, scale=scale, config=FlashAttentionConfig(1, 2))
+        assert (tiled == flash_attention(mq, mk, mv, scale=plain, config=FlashAttentionConfig(1, 2))).all()
+        close = [abs(a - b) < mpmath.mpf(10) ** -45 for a, b in zip(tiled.ravel(), want.ravel(), strict=True)]
+        assert all(close)
 
 
 def test_a_fraction_scale_is_exact_on_the_mpmath_path() -> None:

@@ -37,8 +37,14 @@ _mp_isfinite = np.frompyfunc(mpmath.isfinite, 1, 1)
 
 
 def _mpf_of(value: Any) -> Any:
-    """``mpmath.mpf(value)``, exact for a ``np.longdouble`` too (mpmath refuses those scalars):
-    through its integer ratio, whose denominator is a power of two."""
+    """``mpmath.mpf(value)``, exact for numpy scalars too, which mpmath refuses but ``np.float64``
+    (review125 F1: ``np.float32(0.5)`` as a ``scale`` raised a bare ``TypeError``): a numpy integer
+    through ``int``, a float16/float32 through ``float`` (every such value is a float64 one), a
+    ``np.longdouble`` through its integer ratio, whose denominator is a power of two."""
+    if isinstance(value, np.integer):
+        return mpmath.mpf(int(value))
+    if isinstance(value, np.float16 | np.float32):
+        return mpmath.mpf(float(value))
     if isinstance(value, np.longdouble) and np.isfinite(value):
         numerator, denominator = value.as_integer_ratio()
         return mpmath.mpf(numerator) / denominator
@@ -131,7 +137,7 @@ def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
     the working precision; a ``np.longdouble``, which mpmath refuses too, exactly through its
     integer ratio, as ``as_mpf_array`` converts longdouble elements)."""
     if is_multiprecision(dtype):
-        if isinstance(value, numbers.Rational) and not isinstance(value, int):
+        if isinstance(value, numbers.Rational) and not isinstance(value, int | np.integer):
             return mpmath.mpf(value.numerator) / value.denominator
         return _mpf_of(value)
     return dtype.type(value)
