@@ -945,3 +945,22 @@ def test_names_that_reports_print_are_printable(name: str) -> None:
     with pytest.raises(BackendValueError, match=re.escape(code)):
         ContractEvidence.test_suite(name)
     assert dataclasses.replace(matmul, name="мой.matmul").name == "мой.matmul"  # printable: any script
+
+
+def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means() -> None:
+    """review123 F6: ``objective="cross_entropy"`` (the function is ``cross_entropy``, the label
+    ``cross-entropy``) was refused naming only the known labels; the one meant is named too. Other
+    unknown labels keep the original's message alone, and the match is exact (no case folding)."""
+    from torchlean.trainer import Objective
+
+    meant = r"\(known: mse \| cross-entropy\); did you mean cross-entropy\?$"
+    with pytest.raises(UnknownLabelError, match=meant):
+        Objective.parse("cross_entropy")
+    with pytest.raises(UnknownLabelError, match=r"; did you mean log_softmax\?$"):
+        BackendOp.parse("log-softmax")
+    with pytest.raises(UnknownLabelError, match=r"; did you mean native-cuda\?$"):
+        Provider.parse("native_cuda")
+    for label in ("Log_Softmax", "bogus", "log_softmax_"):
+        with pytest.raises(UnknownLabelError) as caught:
+            BackendOp.parse(label)
+        assert "did you mean" not in str(caught.value)

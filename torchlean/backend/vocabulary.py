@@ -68,7 +68,17 @@ class LabelledEnum(enum.Enum):
             if member.label == label:
                 return member
         known = " | ".join(cls.labels())
-        raise UnknownLabelError(f"unknown {cls.kind()} {name_shown(label)} (known: {known})")
+        near = cls._near(label)
+        raise UnknownLabelError(f"unknown {cls.kind()} {name_shown(label)} (known: {known}){near}")
+
+    @classmethod
+    def _near(cls, label: str) -> str:
+        """``; did you mean <label>?`` when ``label`` is a member's label with ``-`` and ``_``
+        swapped (``cross_entropy`` for the objective ``cross-entropy``, ``native_cuda`` for the
+        provider ``native-cuda``: review123 F6), else ``""``."""
+        spellings = {label.replace("_", "-"), label.replace("-", "_")}
+        near = next((member.label for member in cls if member.label in spellings), None)
+        return "" if near is None else f"; did you mean {near}?"
 
     @classmethod
     def _member(cls, value: object, what: str) -> Self:
