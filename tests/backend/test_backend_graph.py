@@ -16,7 +16,13 @@ from torchlean.backend.acceptance import accept_graph_kernel_plan
 from torchlean.backend.contracts import ContractEvidence
 from torchlean.backend.errors import PlanningError, TorchLeanError
 from torchlean.backend.fields import BackendTypeError
-from torchlean.backend.graph import GraphKernelPlan, PlannedNodeKernel, plan_graph, to_coalesced_groups
+from torchlean.backend.graph import (
+    GraphKernelPlan,
+    PlannedNodeKernel,
+    checked_plan_graph,
+    plan_graph,
+    to_coalesced_groups,
+)
 from torchlean.backend.providers.reference import capsules as reference
 from torchlean.backend.registry import CapsuleModule
 from torchlean.backend.vocabulary import BackendOp, Device, ReductionPolicy, TrustLevel
@@ -250,4 +256,17 @@ def test_module_level_plan_graph_checks_its_arguments_once() -> None:
     labelled = FakeGraph((input_node, FakeNode(1, (0,), FakeKind("relu", "relu"), (4,))))  # type: ignore[arg-type]
     with pytest.raises(BackendTypeError) as info:
         plan_graph(CHECKED_CPU.policy, availability, registry, labelled)
-    assert str(info.value) == "graph node 1: kind.backend_op must be a BackendOp or None, got 'relu' (str)"
+    assert str(info.value) == "graph.nodes[1]: kind.backend_op must be a BackendOp or None, got 'relu' (str)"
+    # review126 F4: an unhashable backend_op, a node that is no node, a graph that is no graph
+    unhashable = FakeGraph((input_node, FakeNode(1, (0,), FakeKind("relu", ["relu"]), (4,))))  # type: ignore[arg-type]
+    refusal = r"^graph.nodes\[1\]: kind.backend_op must be a BackendOp or None, got \['relu'\] \(list\)$"
+    with pytest.raises(BackendTypeError, match=refusal):
+        plan_graph(CHECKED_CPU.policy, availability, registry, unhashable)
+    with pytest.raises(BackendTypeError, match=r"^graph.nodes\[1\] must be an IR node \(with .id and "
+                       r".kind.backend_op\), got 1 \(int\)$"):
+        plan_graph(CHECKED_CPU.policy, availability, registry, FakeGraph((input_node, 1)))  # type: ignore[arg-type]
+    for graph in (None, 5):
+        with pytest.raises(BackendTypeError, match=r"^graph must be an IR graph \(an object with .nodes"):
+            plan_graph(CHECKED_CPU.policy, availability, registry, graph)  # type: ignore[arg-type]
+        with pytest.raises(BackendTypeError, match=r"^graph must be an IR graph"):
+            checked_plan_graph(CHECKED_CPU.policy, availability, registry, graph)  # type: ignore[arg-type]

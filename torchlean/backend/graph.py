@@ -36,6 +36,7 @@ __all__ = [
     "NodeLike",
     "OpKindLike",
     "PlannedNodeKernel",
+    "check_graph",
     "checked_plan_graph",
     "plan_graph",
     "to_coalesced_groups",
@@ -178,6 +179,20 @@ def to_coalesced_groups(plan: GraphKernelPlan) -> GroupedKernelPlan:
     return GroupedKernelPlan(tuple(groups))
 
 
+def check_graph(graph: object) -> None:
+    """Refuse an object that does not follow :class:`GraphLike`.
+
+    Raises:
+        BackendTypeError: ``graph must be an IR graph (an object with .nodes and
+            .check_well_formed(), e.g. a torchlean.ir Graph), got None (NoneType)``.
+    """
+    if not hasattr(graph, "nodes") or not callable(getattr(graph, "check_well_formed", None)):
+        raise BackendTypeError(
+            "graph must be an IR graph (an object with .nodes and .check_well_formed(), e.g. a "
+            f"torchlean.ir Graph), got {describe(graph)}"
+        )
+
+
 def plan_graph(
     policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], graph: GraphLike
 ) -> GraphKernelPlan:
@@ -191,25 +206,34 @@ def plan_graph(
         PlanningError: one ``no admissible kernel capsule ...`` message per distinct missing op.
         BackendTypeError: a ``policy``, ``availability`` or ``registry`` of the wrong type, as
             :func:`~torchlean.backend.planner.plan_ops_available` says (checked once per call); a
-            node kind whose ``backend_op`` is neither a :class:`BackendOp` nor ``None``.
+            ``graph`` that is not an IR graph (:func:`check_graph`), a node without ``.kind`` or
+            ``.kind.backend_op``, or whose ``backend_op`` is neither a :class:`BackendOp` nor
+            ``None`` (named by its index in ``graph.nodes``).
     """
     policy = _checked_policy(policy)
     available = _checked_availability(availability).filter_capsules(_checked_registry(registry))
+    check_graph(graph)
     chosen: dict[BackendOp, KernelCapsule | None] = {}
     kernels: list[PlannedNodeKernel] = []
     missing: list[BackendOp] = []
-    for node in graph.nodes:
-        kind = node.kind
-        op = kind.backend_op
+    for index, node in enumerate(graph.nodes):
+        try:
+            kind = node.kind
+            op = kind.backend_op
+        except AttributeError:
+            raise BackendTypeError(
+                f"graph.nodes[{index}] must be an IR node (with .id and .kind.backend_op), "
+                f"got {describe(node)}"
+            ) from None
         if op is None:
             continue
+        if not isinstance(op, BackendOp):  # before the lookup: an unhashable value fails there
+            raise BackendTypeError(
+                f"graph.nodes[{index}]: kind.backend_op must be a BackendOp or None, got {describe(op)}"
+            )
         if op in chosen:
             capsule = chosen[op]
         else:  # once per distinct op: the chooser itself checks nothing
-            if not isinstance(op, BackendOp):
-                raise BackendTypeError(
-                    f"graph node {node.id}: kind.backend_op must be a BackendOp or None, got {describe(op)}"
-                )
             capsule = chosen[op] = _choose_capsule(policy, op, available)
         if capsule is None:
             if op not in missing:
@@ -224,6 +248,11 @@ def plan_graph(
 def checked_plan_graph(
     policy: KernelPolicy, availability: Availability, registry: Sequence[KernelCapsule], graph: GraphLike
 ) -> GraphKernelPlan:
-    """``graph.check_well_formed()`` first (its ``TorchLeanError`` propagates), then :func:`plan_graph`."""
+    """``graph.check_well_formed()`` first (its ``TorchLeanError`` propagates), then :func:`plan_graph`.
+
+    Raises:
+        BackendTypeError: as :func:`plan_graph`, a ``graph`` that is not an IR graph first.
+    """
+    check_graph(graph)
     graph.check_well_formed()
     return plan_graph(policy, availability, registry, graph)

@@ -40,7 +40,7 @@ from torchlean.backend.fields import (
     parse_member,
     tuple_field,
 )
-from torchlean.backend.graph import GraphKernelPlan, GraphLike, checked_plan_graph
+from torchlean.backend.graph import GraphKernelPlan, GraphLike, check_graph, checked_plan_graph
 from torchlean.backend.planner import (
     CapsuleVerdict,
     KernelPlan,
@@ -343,7 +343,7 @@ class BackendProfile:
             RegistryError: invalid modules. TorchLeanError: a malformed graph (the IR's message).
             PlanningError: missing ops.
         """
-        _check_graph(graph)
+        check_graph(graph)
         validate_modules(self.capsule_modules)
         with collector_paused():
             return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
@@ -421,15 +421,6 @@ class BackendProfile:
 
 def _labels(members: Iterable[Device] | Iterable[Provider]) -> str:
     return ", ".join(member.label for member in members) or "none"
-
-
-def _check_graph(graph: object) -> None:
-    """Refuse an object that does not follow :class:`~torchlean.backend.graph.GraphLike`."""
-    if not hasattr(graph, "nodes") or not callable(getattr(graph, "check_well_formed", None)):
-        raise BackendTypeError(
-            "graph must be an IR graph (an object with .nodes and .check_well_formed(), e.g. a "
-            f"torchlean.ir Graph), got {describe(graph)}"
-        )
 
 
 def _with_libtorch() -> tuple[CapsuleModule, ...]:
