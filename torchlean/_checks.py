@@ -128,8 +128,13 @@ def shown(value: object) -> str:
 
 
 def shown_briefly(value: object, limit: int = 60) -> str:
-    """:func:`shown` of ``value``, cut to ``limit`` characters (``...`` marks the cut)."""
-    text = shown(value)
+    """:func:`shown` of ``value`` on one line (a line break in it written ``\\n``), cut to ``limit``
+    characters (``...`` marks the cut); ``a <type> object`` when its ``repr`` raises (review126
+    F1: the refusal naming it must not become that exception)."""
+    try:
+        text = shown(value).replace("\r", "\\r").replace("\n", "\\n")
+    except Exception:  # a user class's __repr__ may raise anything
+        return f"a {type(value).__qualname__} object"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

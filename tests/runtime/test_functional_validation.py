@@ -719,6 +719,16 @@ def test_cross_entropy_of_class_ids_read_as_floats_names_the_cast() -> None:
             tl.cross_entropy(logits, target)
     with pytest.raises(TensorError, match=r"shape \(4, 2\) must have the logits' shape \(4, 3\)$"):
         tl.cross_entropy(logits, np.zeros((4, 2)))
+    # review126 F2: only where the cast is all it takes (the logits' shape without the class axis)
+    for wrong, target in (
+        (logits, np.array([0.0, 1.0, 2.0])),  # 3 ids for 4 rows
+        (tl.tensor(np.zeros((2, 3, 5), dtype=np.float32)), np.ones((2, 3))),  # classes on axis 1: (2, 5)
+        (logits, np.zeros((0,))),  # empty: whole numbers only vacuously
+    ):
+        with pytest.raises(TensorError, match=r"must have the logits' shape \([0-9, ]*\)$"):
+            tl.cross_entropy(wrong, target)
+    with pytest.raises(TensorError, match=re.escape(cast)):  # classes on axis 1 of (2, 3, 5): ids (2, 5)
+        tl.cross_entropy(tl.tensor(np.zeros((2, 3, 5), dtype=np.float32)), np.ones((2, 5)))
     assert tl.cross_entropy(logits, np.array([0, 1, 2, 1])).item() == pytest.approx(math.log(3))
 
 

@@ -258,6 +258,26 @@ def test_a_decorated_coroutine_function_runs_its_body_under_the_mode_in_its_own_
     assert tl.is_grad_enabled()
 
 
+def test_set_grad_enabled_refuses_with_its_type_error_whatever_the_values_repr_does() -> None:
+    """review126 F1: naming the value (review122 F1) let a raising ``__repr__`` replace the
+    TypeError, and a multi-line one split the message; the refusal stays one TypeError line."""
+
+    class Raising:
+        def __repr__(self) -> str:
+            raise RuntimeError("repr failed")
+
+    class TwoLines:
+        def __repr__(self) -> str:
+            return "a\nb"
+
+    with pytest.raises(TypeError, match=r"^set_grad_enabled: enabled must be a bool; got a "
+                       r"test_set_grad_enabled_refuses_.*\.Raising object of type "):
+        set_grad_enabled(Raising())  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as caught:
+        set_grad_enabled(TwoLines())  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value) and "got a\\nb of type" in str(caught.value)
+
+
 def test_a_grad_mode_decorates_only_callables() -> None:
     with pytest.raises(TypeError, match=r"^a grad mode decorates a function, got 3 of type int$"):
         tl.no_grad(3)  # type: ignore[call-overload]

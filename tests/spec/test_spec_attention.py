@@ -484,6 +484,17 @@ def test_a_numpy_scalar_scale_works_on_the_mpmath_path(scale: object) -> None:
         assert all(close)
 
 
+def test_a_fraction_of_numpy_integers_is_exact_on_the_mpmath_path() -> None:
+    """review126 F3: a Fraction keeps numpy integer parts, which mpmath refuses (a bare TypeError)."""
+    q, k, v = _inputs(47, ((3, 2), (4, 2), (4, 5)))
+    with mpmath.workdps(50):
+        mq, mk, mv = (as_mpf_array(a) for a in (q, k, v))
+        parts = Fraction(np.int64(1), np.int64(3))
+        assert isinstance(parts.numerator, np.integer)
+        want = scaled_dot_product_attention(mq, mk, mv, scale=Fraction(1, 3))
+        assert (scaled_dot_product_attention(mq, mk, mv, scale=parts) == want).all()
+
+
 def test_a_fraction_scale_is_exact_on_the_mpmath_path() -> None:
     """mpmath refuses a Fraction (a bare TypeError before); it becomes numerator / denominator at
     the working precision, so 1/3 is exact to 50 digits, and agrees with the float path."""

@@ -332,8 +332,11 @@ def cross_entropy(
         return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
     if raw.dtype.kind == "f":
         if raw.shape != logits.shape:
-            whole = raw.ndim == logits.ndim - 1 and bool(np.all(np.isfinite(raw))) and bool(
-                np.all(raw == np.round(raw)))  # review123 F3: class ids read as floats (np.loadtxt)
+            # review123 F3: class ids read as floats (np.loadtxt), where the cast is all it takes:
+            # the shape of the logits without the class axis (review126 F2), whole numbers, not empty
+            ids_shape = logits.shape[:ax] + logits.shape[ax + 1 :]
+            whole = raw.shape == ids_shape and raw.size > 0 and bool(np.all(np.isfinite(raw))) and bool(
+                np.all(raw == np.round(raw)))
             cast = (
                 "; these hold whole numbers, as class indices do: integral values can be cast with "
                 ".astype(np.int64) (torch, too, reads a float target as probabilities)" if whole else ""

@@ -138,7 +138,8 @@ def scalar(value: Any, dtype: np.dtype[Any]) -> Any:
     integer ratio, as ``as_mpf_array`` converts longdouble elements)."""
     if is_multiprecision(dtype):
         if isinstance(value, numbers.Rational) and not isinstance(value, int | np.integer):
-            return mpmath.mpf(value.numerator) / value.denominator
+            # int(): a Fraction of numpy integers keeps them as its parts (review126 F3)
+            return mpmath.mpf(int(value.numerator)) / int(value.denominator)
         return _mpf_of(value)
     return dtype.type(value)
 
