@@ -16,6 +16,7 @@ from torchlean.backend.acceptance import AcceptanceError, EvidenceRejected, acce
 from torchlean.backend.capsule import contracts_aligned
 from torchlean.backend.contracts import ContractClaim, ContractEvidence, tested
 from torchlean.backend.errors import PlanningError, UnknownLabelError
+from torchlean.backend.fields import BackendTypeError
 from torchlean.backend.planner import plan_op
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.providers.reference import capsules as reference
@@ -224,6 +225,9 @@ def test_three_attention_profiles() -> None:
     ]
     assert report.selection_line("p", (), ["no capsule"]) == "p: no capsule"
     assert report.selection_line("p", ()) == "p: []"
+    for bad in (None, "abc", [1]):  # review126 F6: "abc" printed as [a, b, c]
+        with pytest.raises(BackendTypeError, match=r"^report.selection_line: capsule_names"):
+            report.selection_line("p", bad)  # type: ignore[arg-type]
 
 
 def test_cpu_libtorch_profiles_mirror_the_cuda_ones() -> None:

@@ -228,6 +228,9 @@ def test_graph_records_and_grouping_refuse_what_is_not_a_graph_plan() -> None:
     with pytest.raises(BackendTypeError) as info:
         GraphKernelPlan(3, [1])  # type: ignore[list-item]
     assert str(info.value) == "GraphKernelPlan.kernels[0] must be a PlannedNodeKernel, got 1 (int)"
+    for count in ("x", -1, 2.0, True):  # review126 F6: "x" printed "nodes x, planned 0"
+        with pytest.raises(BackendTypeError, match=r"^GraphKernelPlan.node_count must be an integer >= 0"):
+            GraphKernelPlan(count, [])  # type: ignore[arg-type]
     with pytest.raises(BackendTypeError) as info:
         to_coalesced_groups(None)  # type: ignore[arg-type]
     assert str(info.value) == "plan must be a GraphKernelPlan, got None (NoneType)"

@@ -947,7 +947,9 @@ def test_names_that_reports_print_are_printable(name: str) -> None:
     assert dataclasses.replace(matmul, name="мой.matmul").name == "мой.matmul"  # printable: any script
 
 
-def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means() -> None:
+def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """review123 F6: ``objective="cross_entropy"`` (the function is ``cross_entropy``, the label
     ``cross-entropy``) was refused naming only the known labels; the one meant is named too. Other
     unknown labels keep the original's message alone, and the match is exact (no case folding)."""
@@ -964,3 +966,13 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means() ->
         with pytest.raises(UnknownLabelError) as caught:
             BackendOp.parse(label)
         assert "did you mean" not in str(caught.value)
+    # review126 F5: profile names, and select's own message for a word that is neither
+    with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
+        profiles.get("checked-cpu")
+    from torchlean.cli import main
+
+    for word, hint in (("log-softmax", "; did you mean log_softmax?\n"), ("checked-cpu", "; did you mean "
+                       "checked_cpu?\n"), ("bogus", "scaled_dot_product_attention)\n")):
+        assert main(["select", "--profiles", "fast_cpu", word, "relu"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: unknown profile {word} (known: ") and err.endswith(hint)

@@ -93,14 +93,18 @@ class GraphKernelPlan:
     """Planned nodes in graph order; nodes needing no kernel are absent.
 
     Raises:
-        BackendTypeError: ``kernels`` not a tuple/list of :class:`PlannedNodeKernel` (a list is
-            stored as a tuple).
+        BackendTypeError: ``node_count`` not an integer >= 0 (review126 F6), ``kernels`` not a
+            tuple/list of :class:`PlannedNodeKernel` (a list is stored as a tuple).
     """
 
     node_count: int
     kernels: tuple[PlannedNodeKernel, ...]
 
     def __post_init__(self) -> None:
+        if type(self.node_count) is not int or self.node_count < 0:
+            raise BackendTypeError(
+                f"GraphKernelPlan.node_count must be an integer >= 0, got {describe(self.node_count)}"
+            )
         tuple_field(self, "kernels", PlannedNodeKernel)
 
     @property

@@ -66,7 +66,7 @@ from torchlean.backend.registry import (
     module_validation_error,
     validate_modules,
 )
-from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode
+from torchlean.backend.vocabulary import BackendOp, Device, Provider, VJPMode, did_you_mean
 
 __all__ = [
     "CHECKED_CPU",
@@ -505,7 +505,8 @@ def get(name: str) -> BackendProfile:
     """The built-in profile called ``name``.
 
     Raises:
-        UnknownLabelError: ``unknown profile {name} (known: checked_cpu | checked_cuda | ...)``.
+        UnknownLabelError: ``unknown profile {name} (known: checked_cpu | checked_cuda | ...)``,
+            with ``; did you mean checked_cpu?`` for ``checked-cpu``.
         BackendTypeError: ``name`` is not a string.
     """
     if not isinstance(name, str):
@@ -515,7 +516,8 @@ def get(name: str) -> BackendProfile:
         return _PROFILES[name]
     except KeyError:
         known = " | ".join(_PROFILES)
-        raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known})") from None
+        near = did_you_mean(name, names())
+        raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known}){near}") from None
 
 
 def maintained_for_device(device: Device | str) -> BackendProfile | None:

@@ -23,7 +23,7 @@ from torchlean.backend.acceptance import (
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit, ObligationReport
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence
-from torchlean.backend.fields import BackendTypeError, describe
+from torchlean.backend.fields import BackendTypeError, describe, iterable_argument
 from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan
 from torchlean.backend.planner import CapsuleVerdict, KernelPlan
 from torchlean.backend.policy import KernelPolicy
@@ -176,8 +176,14 @@ def selection_line(name: str, capsule_names: Sequence[str], errors: Sequence[str
     ``{name}: {error}``; here the capsules of the ops that did plan come first (when any), then
     each error, joined by ``; ``: ``checked_cpu: [reference.relu]; no admissible kernel capsule for
     op fft_fno on device cpu``.
+
+    Raises:
+        BackendTypeError: ``capsule_names`` or ``errors`` not an iterable of strings (a string
+            itself included: review126 F6).
     """
-    parts = [f"[{', '.join(capsule_names)}]"] if capsule_names or not errors else []
+    names = iterable_argument(capsule_names, str, "report.selection_line: capsule_names")
+    errors = iterable_argument(errors, str, "report.selection_line: errors")
+    parts = [f"[{', '.join(names)}]"] if names or not errors else []
     return f"{name}: {'; '.join([*parts, *errors])}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from typing import Self
 
 from torchlean.backend.display import name_shown
@@ -30,7 +31,18 @@ __all__ = [
     "TensorLayout",
     "TrustLevel",
     "VJPMode",
+    "did_you_mean",
 ]
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``; did you mean <name>?`` when ``word`` is one of ``known`` with ``-`` and ``_`` swapped
+    (the objective ``cross_entropy`` for ``cross-entropy``, the op ``log-softmax`` for
+    ``log_softmax``, the profile ``checked-cpu`` for ``checked_cpu``: review123 F6, review126 F5),
+    else ``""``: the suffix of an unknown-label message."""
+    spellings = {word.replace("_", "-"), word.replace("-", "_")}
+    near = next((name for name in known if name in spellings), None)
+    return "" if near is None else f"; did you mean {near}?"
 
 
 class LabelledEnum(enum.Enum):
@@ -68,17 +80,8 @@ class LabelledEnum(enum.Enum):
             if member.label == label:
                 return member
         known = " | ".join(cls.labels())
-        near = cls._near(label)
+        near = did_you_mean(label, cls.labels())
         raise UnknownLabelError(f"unknown {cls.kind()} {name_shown(label)} (known: {known}){near}")
-
-    @classmethod
-    def _near(cls, label: str) -> str:
-        """``; did you mean <label>?`` when ``label`` is a member's label with ``-`` and ``_``
-        swapped (``cross_entropy`` for the objective ``cross-entropy``, ``native_cuda`` for the
-        provider ``native-cuda``: review123 F6), else ``""``."""
-        spellings = {label.replace("_", "-"), label.replace("-", "_")}
-        near = next((member.label for member in cls if member.label in spellings), None)
-        return "" if near is None else f"; did you mean {near}?"
 
     @classmethod
     def _member(cls, value: object, what: str) -> Self:

@@ -51,7 +51,7 @@ from torchlean.backend.planner import KernelPlan
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.registry import all_modules
-from torchlean.backend.vocabulary import BackendOp, Device
+from torchlean.backend.vocabulary import BackendOp, Device, did_you_mean
 
 __all__ = ["register"]
 
@@ -276,9 +276,10 @@ def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile]
         elif token in profiles.names():
             names.append(token)
         else:
+            near = did_you_mean(token, [*profiles.names(), *op_labels])
             raise UnknownLabelError(
                 f"unknown profile {name_shown(token)} (known: {' | '.join(profiles.names())}); "
-                f"nor is it an op (known: {' | '.join(BackendOp.labels())})"
+                f"nor is it an op (known: {' | '.join(BackendOp.labels())}){near}"
             )
     return [profiles.get(name) for name in names], ops
 
