@@ -66,8 +66,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    them; their diagnosis, which builds small extensions and may use what is left of
    ``--max-seconds``, runs last, so that it cannot starve the timings (review74 F2).
 
-The JSON record (default ``bench/results/gpu_check.json``) is rewritten, atomically, after the
-build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
+The JSON record (default ``bench/results/gpu_check.json``) says first which code ran (``code``: the
+folder torchlean was imported from, its source's SHA-256 as ``train --report-json`` records it, the
+git commit when the folder is a checkout, numpy's version; review127 F5). It is rewritten,
+atomically, after the build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
 leaves everything measured so far on disk (``in_progress`` says which phase was running and how many
 of its rows had finished; the progress lines, flushed as each step starts, name the step). After a
 device fault that leaves the CUDA context unusable (an illegal address is sticky), no further device
@@ -351,6 +353,33 @@ def _device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
 
 
+def _code() -> dict[str, Any]:
+    """Which code ran (review127 F5: a one-shot run on a lent machine, reported against specific
+    changes): the folder torchlean was imported from, the SHA-256 of its source
+    (:func:`torchlean.provenance.source_sha256_or_none`, as ``train --report-json`` records it),
+    the git commit of that folder's checkout when git and a ``.git`` are there (else ``None``: a
+    copied working tree), numpy's version."""
+    import numpy
+
+    import torchlean
+    from torchlean.provenance import source_sha256_or_none
+
+    root = Path(torchlean.__file__).resolve().parents[1]
+    try:
+        commit: str | None = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "torchlean": str(root / "torchlean"),
+        "torchlean_source_sha256": source_sha256_or_none(),
+        "commit": commit,
+        "numpy": numpy.__version__,
+    }
+
+
 def _machine() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     return {
@@ -384,6 +413,14 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
+def _parity_runs() -> list[tuple[parity.ParityCase, bool]]:
+    """The parity cases in sweep order, each with whether it runs on the composed capsule (each
+    runs in float32 and float64)."""
+    runs: list[tuple[parity.ParityCase, bool]] = [(case, False) for case in parity.CASES]
+    runs += [(case, True) for case in parity.cases_for([parity.ATTENTION]) if case.composed]
+    return runs
+
+
 def _parity(
     device: torch.device,
     on_case: Callable[[dict[str, Any]], None] = lambda _: None,
@@ -394,9 +431,7 @@ def _parity(
     ``on_case`` gets each record as soon as it exists. Raises :class:`DeviceFault` (after passing
     the faulting case's record) when a failed case left the device unusable."""
     records: list[dict[str, Any]] = []
-    runs: list[tuple[parity.ParityCase, bool]] = [(case, False) for case in parity.CASES]
-    runs += [(case, True) for case in parity.cases_for([parity.ATTENTION]) if case.composed]
-    for case, composed in runs:
+    for case, composed in _parity_runs():
         for dtype in (torch.float32, torch.float64):
             label = f"{'composed:' if composed else ''}{case.id} [{str(dtype).removeprefix('torch.')}]"
             if budget is not None and budget.exhausted():
@@ -1147,8 +1182,10 @@ def _parity_phase(recorder: Recorder, device: torch.device, budget: Budget) -> l
         _parity(device, _appender(recorder, "parity", "parity"), budget)
     except (DeviceFault, _OutOfTime):
         raise
-    except Exception:  # the sweep itself broke: record it, count as failure
-        record["parity"].append({"case": "sweep", "passed": False, "problems": [traceback.format_exc()]})
+    except Exception:  # the sweep itself broke: record it, count as failure, say what never ran
+        not_run = 2 * len(_parity_runs()) - len(record["parity"])  # review127 F4
+        record["parity"].append({"case": "sweep", "passed": False, "not_run": not_run,
+                                 "problems": [f"{not_run} cases not run after: {traceback.format_exc()}"]})
     finally:
         ops = sorted({r["op"] for r in record["parity"] if "op" in r})
         failed = _summarise(recorder, "parity", "cases", start, ops=ops)
@@ -1251,6 +1288,7 @@ def main(argv: list[str] | None = None) -> int:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "argv": sys.argv[1:] if argv is None else list(argv),
             "error_measures": ERROR_MEASURES,
+            "code": _code(),
         },
     )
     record = recorder.record

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch.utils import cpp_extension
@@ -57,6 +58,12 @@ def test_without_cuda_the_build_step_fails_with_a_record(gpu_check: ModuleType, 
     assert record["build"]["ok"] is False
     assert "CUDA was requested" in record["build"]["error"]
     assert "parity" not in record
+    # review127 F5: which code ran, from the start (a failed build too)
+    from torchlean.provenance import source_sha256_or_none
+
+    code = record["code"]
+    assert code["torchlean_source_sha256"] == source_sha256_or_none()
+    assert code["torchlean"].endswith("torchlean") and code["numpy"] == np.__version__
 
 
 def test_parity_sweep_records_every_case_on_the_emulation(

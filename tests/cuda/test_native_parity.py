@@ -975,3 +975,17 @@ def test_smooth_max_pool_backward_checks_out_as_every_entry_point_checks_its_ope
     (dx,) = emulation.smooth_max_pool_backward(g, x, torch.zeros(1, 1, 4, dtype=torch.float64), [2], [1],
                                                [0], 1.0, 0)
     assert dx.shape == x.shape
+
+
+def test_a_case_whose_inputs_cannot_be_made_is_a_failed_result_not_an_error() -> None:
+    """review127 F4: ``run_case`` caught the native calls' errors only; one raised while making a
+    case's inputs ended gpu_check's whole parity sweep. It is now that case's problem (no device
+    or extension needed: the case fails before any kernel)."""
+
+    def broken(rng: np.random.Generator) -> parity.Inputs:
+        raise ValueError("cannot draw these inputs")
+
+    result = parity.run_case(parity.ParityCase("relu", "broken", broken), torch.float32, torch.device("cpu"))
+    assert not result.passed
+    assert result.problems == ("ValueError: cannot draw these inputs",)
+    assert (result.case, result.op) == ("relu/broken", "relu")

@@ -296,13 +296,12 @@ def run_case(
     ``composed`` runs an attention case on ``torchlean.composed_attention`` instead of
     ``native_cuda.direct_attention``.
 
-    Errors raised by the native call are recorded as problems, not raised, so that one failing op
-    does not stop a sweep.
+    Errors raised while the case runs (making its inputs, the native calls, the oracle) are
+    recorded as problems, not raised, so that one failing case does not stop a sweep (review127
+    F4: an error making the inputs ended it).
     """
     rng = np.random.default_rng([seed, *case.id.encode()])
     label = f"composed:{case.id}" if composed else case.id
-    spec = case.make(rng)
-    rounded = tuple(_rounded(a, dtype) for a in spec.arrays)
     tolerance = TOLERANCE[dtype]
     errors: dict[str, float] = {}
     unfloored: dict[str, float] = {}
@@ -311,8 +310,10 @@ def run_case(
     def compare(name: str, native: torch.Tensor, oracle: Array) -> None:
         errors[name], unfloored[name] = _errors(native, oracle)
 
-    forward, backward = _native_calls(case.op, composed)
     try:
+        spec = case.make(rng)
+        rounded = tuple(_rounded(a, dtype) for a in spec.arrays)
+        forward, backward = _native_calls(case.op, composed)
         if case.op in _SOURCES:
             out_n = forward(**spec.params, dtype=dtype, device=device)
             _synchronize(device)
