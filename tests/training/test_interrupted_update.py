@@ -336,3 +336,47 @@ def test_DeferredSigint_does_not_go_through_signals_enum_wrappers(monkeypatch: p
     monkeypatch.undo()
     assert order == ["body finished"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        optim.sgd(0.1),
+        optim.sgd(0.1, momentum=0.9, dampening=0.1, weight_decay=0.01),
+        optim.sgd(0.1, momentum=0.9, nesterov=True),
+        optim.adam(0.01, weight_decay=0.01),
+        optim.adam(0.01, beta1=0.3, amsgrad=True),
+        optim.adamw(0.01, amsgrad=True),
+        optim.rmsprop(0.01),
+        optim.rmsprop(0.01, centered=True, momentum=0.9, weight_decay=0.01),
+        optim.adagrad(0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1),
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("shape", [(3, 2), ()], ids=str)
+def test_update_rules_change_none_of_their_arguments(
+    record: optim.OptimizerConfig, shape: tuple[int, ...]
+) -> None:
+    """The stored state is not copied before a step: each update rule returns its new buffers as new
+    arrays and writes into none of its arguments (read-only here, so a write raises), so a step
+    interrupted before its store leaves the state it started from."""
+    local = np.random.default_rng(3)
+
+    def frozen(value: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        value = np.array(value, dtype=np.float32)
+        value.setflags(write=False)
+        return value
+
+    param, grad = frozen(local.standard_normal(shape)), frozen(local.standard_normal(shape))
+    m, v = frozen(local.random(shape)), frozen(local.random(shape))
+    third = frozen(local.random(shape)) if record.has_third() else None
+    before = [a.copy() for a in (param, grad, m, v) + (() if third is None else (third,))]
+    for step in (1, 2):
+        with np.errstate(all="ignore"):  # as Optimizer.step calls it (centered: v < avg**2 here)
+            new_param, *buffers = record.update(step, param, grad, m, v, third)  # 0-d: a scalar
+        assert np.asarray(new_param).dtype == np.float32 and np.shape(new_param) == shape
+        assert buffers[2] is None if third is None else isinstance(buffers[2], np.ndarray)
+        assert all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == shape
+                   for a in buffers if a is not None)
+        after = (param, grad, m, v) + (() if third is None else (third,))
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(after, before, strict=True))

@@ -46,6 +46,10 @@ from torchlean.optim._ties import refuse_split_ties
 from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_order
 from torchlean.tensor import Tensor
 
+Updated = tuple[Array, Array, Array, Array | None]
+"""What :meth:`OptimizerConfig.update` returns: the new parameter and its new state buffers
+``(param, m, v, third)``."""
+
 _FIELD_WORDS = {"lr": "learning rate", "eps": "epsilon", "weight_decay": "weight decay"}
 """How the messages name a field (the others by their own name)."""
 
@@ -174,10 +178,13 @@ class OptimizerConfig(ABC):
     @abstractmethod
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
-        """Return the new parameter; ``m``/``v`` are this parameter's state, updated in place, and
-        ``third`` its third buffer where :meth:`has_third` (Adam's ``amsgrad``: the running maximum
-        of ``v``; RMSprop's ``centered``: the gradient average), else ``None``."""
+    ) -> Updated:
+        """Return the new parameter and this parameter's new state ``(param, m, v, third)``;
+        ``m``/``v`` are its state buffers and ``third`` its third buffer where :meth:`has_third`
+        (Adam's ``amsgrad``: the running maximum of ``v``; RMSprop's ``centered``: the gradient
+        average), else ``None``. No argument is changed: each buffer that moves comes back as a new
+        array (one that does not move, as itself), so :meth:`Optimizer.step` stores the whole step
+        at once, with no copies of the buffers made beforehand (review61 F2)."""
 
     def has_third(self) -> bool:
         """Whether the update keeps a third state buffer per parameter (none by default)."""
@@ -226,7 +233,7 @@ class SGD(OptimizerConfig):
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
+    ) -> Updated:
         # torch.optim.sgd._single_tensor_sgd: g = g.add(param, alpha=weight_decay); buf = clone(g) at
         # the first step, else buf.mul_(momentum).add_(g, alpha=1 - dampening); g = g.add(buf,
         # alpha=momentum) with Nesterov, else buf; param.add_(g, alpha=-lr).
@@ -234,12 +241,12 @@ class SGD(OptimizerConfig):
         if self.weight_decay != 0.0:
             grad = grad + dt(self.weight_decay) * param
         if self.momentum != 0.0:
-            if step == 1:
-                m[...] = grad
+            if step == 1:  # a copy: grad may be the caller's array
+                m = np.array(grad, dtype=m.dtype)
             else:  # dampening 0 multiplies by 1.0, exactly
-                m[...] = dt(self.momentum) * m + dt(1.0 - self.dampening) * grad
+                m = np.asarray(dt(self.momentum) * m + dt(1.0 - self.dampening) * grad, dtype=m.dtype)
             grad = grad + dt(self.momentum) * m if self.nesterov else m
-        return param + dt(-self.lr) * grad
+        return param + dt(-self.lr) * grad, m, v, third
 
 
 class _AdamFamily(OptimizerConfig):
@@ -283,7 +290,7 @@ class Adam(_AdamFamily):
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
+    ) -> Updated:
         # torch.optim.adam._single_tensor_adam: grad = grad.add(param, alpha=weight_decay) first.
         if self.weight_decay != 0.0:
             grad = grad + param.dtype.type(self.weight_decay) * param
@@ -305,32 +312,34 @@ class AdamW(_AdamFamily):
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
+    ) -> Updated:
         decayed = param * param.dtype.type(1.0 - self.lr * self.weight_decay)
         return _adam_step(self, step, decayed, grad, m, v, third)
 
 
-def _lerp_(m: Array, grad: Array, weight: np.floating[Any]) -> None:
-    """``m.lerp_(grad, weight)`` in place, by torch's scalar rule: ``m + weight * (grad - m)`` for
-    ``|weight| < 0.5``, else ``grad - (grad - m) * (1 - weight)``. A ufunc on 0-d operands returns
-    a numpy scalar, which cannot be written through ``out=``: ``np.asarray`` makes it a 0-d array
-    (and returns any other result as it is)."""
+def _lerp(m: Array, grad: Array, weight: np.floating[Any]) -> Array:
+    """``m.lerp_(grad, weight)`` as a new array (``m`` unchanged), by torch's scalar rule:
+    ``m + weight * (grad - m)`` for ``|weight| < 0.5``, else ``grad - (grad - m) * (1 - weight)``,
+    computed into the array that holds ``grad - m`` (the operands in the same order as in place, so
+    the same bits). A ufunc on 0-d operands returns a numpy scalar, which cannot be written through
+    ``out=``: ``np.asarray`` makes it a 0-d array (and returns any other result as it is)."""
     diff = np.asarray(np.subtract(grad, m))
     if abs(weight) < 0.5:
         diff *= weight
-        m += diff
+        np.add(m, diff, out=diff)
     else:
         diff *= weight.dtype.type(1.0) - weight
-        np.subtract(grad, diff, out=m)
+        np.subtract(grad, diff, out=diff)
+    return diff
 
 
 def _adam_step(
     config: _AdamFamily, step: int, start: Array, grad: Array, m: Array, v: Array, v_max: Array | None
-) -> Array:
-    """Update the moments ``m`` and ``v`` in place; return ``start - lr / (1 - b1^t) * m / denom``
-    with ``denom = sqrt(v) / sqrt(1 - b2^t) + eps``; with ``amsgrad``, ``v_max`` becomes
-    ``maximum(v_max, v)`` in place (NaN propagating, as ``torch.maximum``) and takes ``v``'s
-    place in ``denom``.
+) -> Updated:
+    """Return ``(start - lr / (1 - b1^t) * m / denom, m, v, v_max)`` with the moments ``m`` and
+    ``v`` updated (new arrays; the arguments are unchanged) and ``denom = sqrt(v) / sqrt(1 - b2^t)
+    + eps``; with ``amsgrad``, the new ``v_max`` is ``maximum(v_max, v)`` (NaN propagating, as
+    ``torch.maximum``) and takes ``v``'s place in ``denom``.
 
     The order of operations is ``torch.optim.adam._single_tensor_adam``'s (the CPU path):
     ``m.lerp_(g, 1 - b1)``; ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``; the bias
@@ -344,27 +353,26 @@ def _adam_step(
     may fuse a multiply and an add, so its last bit can differ).
     """
     dt = start.dtype.type
-    _lerp_(m, grad, dt(1.0 - config.beta1))
+    m = _lerp(m, grad, dt(1.0 - config.beta1))
     # v.mul_(b2).addcmul_(g, g, value=1 - b2): v*b2 + ((1 - b2)*g)*g.
     term = np.asarray(np.multiply(grad, dt(1.0 - config.beta2)))
     term *= grad
-    v *= dt(config.beta2)
+    v = np.asarray(np.multiply(v, dt(config.beta2)))
     v += term
     step_size = config.lr / (1.0 - config.beta1**step)
     bias2_sqrt = (1.0 - config.beta2**step) ** 0.5
     if config.amsgrad:
         if v_max is None:  # pragma: no cover - create allocates it for every amsgrad parameter
             raise AssertionError("amsgrad needs its v_max buffer")
-        np.maximum(v_max, v, out=v_max)
-        v = v_max
-    denom = np.asarray(np.sqrt(v))
+        v_max = np.asarray(np.maximum(v_max, v))
+    denom = np.asarray(np.sqrt(v if v_max is None else v_max))
     denom /= dt(bias2_sqrt)
     denom += dt(config.eps)
     # addcdiv_(m, denom, value=-step_size): start + (-step_size * m) / denom.
     update: Array = np.asarray(np.multiply(m, dt(-step_size)))
     update /= denom
     result: Array = start + update
-    return result
+    return result, m, v, v_max
 
 
 def _less_square(v: Array, a: Array) -> Array:
@@ -413,7 +421,7 @@ class RMSprop(OptimizerConfig):
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
+    ) -> Updated:
         # torch.optim.rmsprop._single_tensor_rmsprop: g = g.add(param, alpha=weight_decay);
         # v.mul_(alpha).addcmul_(g, g, value=1 - alpha); centered: grad_avg.lerp_(g, 1 - alpha),
         # avg = v.addcmul(grad_avg, grad_avg, value=-1).sqrt_(), else v.sqrt(); avg.add_(eps);
@@ -422,18 +430,18 @@ class RMSprop(OptimizerConfig):
         dt = param.dtype.type
         if self.weight_decay != 0.0:
             grad = grad + dt(self.weight_decay) * param
-        v[...] = dt(self.decay) * v + dt(1.0 - self.decay) * grad * grad
+        v = np.asarray(dt(self.decay) * v + dt(1.0 - self.decay) * grad * grad, dtype=v.dtype)
         if self.centered:
             if third is None:  # pragma: no cover - create allocates it for every centered parameter
                 raise AssertionError("centered RMSprop needs its gradient-average buffer")
-            _lerp_(third, grad, dt(1.0 - self.decay))
+            third = _lerp(third, grad, dt(1.0 - self.decay))
             avg = np.sqrt(_less_square(v, third)) + dt(self.eps)
         else:
             avg = np.sqrt(v) + dt(self.eps)
         if self.momentum != 0.0:
-            m[...] = m * dt(self.momentum) + grad / avg
-            return param + dt(-self.lr) * m
-        return param + dt(-self.lr) * grad / avg
+            m = np.asarray(m * dt(self.momentum) + grad / avg, dtype=m.dtype)
+            return param + dt(-self.lr) * m, m, v, third
+        return param + dt(-self.lr) * grad / avg, m, v, third
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,7 +474,7 @@ class Adagrad(OptimizerConfig):
 
     def update(
         self, step: int, param: Array, grad: Array, m: Array, v: Array, third: Array | None = None
-    ) -> Array:
+    ) -> Updated:
         # torch.optim.adagrad._single_tensor_adagrad: g = g.add(param, alpha=weight_decay);
         # clr = lr / (1 + (step - 1) * lr_decay) (Python floats); sum.addcmul_(g, g, value=1);
         # param.addcdiv_(g, sum.sqrt().add_(eps), value=-clr).
@@ -474,8 +482,8 @@ class Adagrad(OptimizerConfig):
         if self.weight_decay != 0.0:
             grad = grad + dt(self.weight_decay) * param
         clr = self.lr / (1 + (step - 1) * self.lr_decay)
-        v[...] = v + grad * grad
-        return param + dt(-clr) * grad / (np.sqrt(v) + dt(self.eps))
+        v = np.asarray(v + grad * grad, dtype=v.dtype)
+        return param + dt(-clr) * grad / (np.sqrt(v) + dt(self.eps)), m, v, third
 
 
 def _no_state(param: Array) -> Array:
@@ -916,8 +924,8 @@ class Optimizer(PicklesAtEveryProtocol):
         ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
         and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of
         ``param.grad``). Everything is checked before any state moves, so a refused step changes
-        nothing. The new moments and step counts are computed on copies and stored together at the
-        end, with Ctrl-C (SIGINT) held back for those few assignments in the main thread, so a
+        nothing. The new moments and step counts are computed into new arrays and stored together at
+        the end, with Ctrl-C (SIGINT) held back for those few assignments in the main thread, so a
         ``KeyboardInterrupt`` leaves the optimizer's state either before the step or after it, never
         in between (the returned arrays are yours to store).
 
@@ -935,7 +943,8 @@ class Optimizer(PicklesAtEveryProtocol):
 
     def _prepare_step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> _PreparedStep:
         """:meth:`step`'s checks and arithmetic, changing nothing: the new parameters, step counts
-        and state buffers (the updates run on copies of the buffers), for :meth:`_commit_step`.
+        and state buffers (:meth:`OptimizerConfig.update` returns new buffers and leaves the
+        stored ones as they are), for :meth:`_commit_step`.
 
         Raises:
             OptimizerError: as :meth:`step`.
@@ -962,10 +971,9 @@ class Optimizer(PicklesAtEveryProtocol):
                     out.append(param)
                     continue
                 param_steps[index] += 1
-                m, v, t = first[index].copy(), second[index].copy(), third[index]
-                t = None if t is None else t.copy()
-                new = self.config_of(index).update(param_steps[index], param, grad, m, v, t)
-                first[index], second[index], third[index] = m, v, t
+                new, first[index], second[index], third[index] = self.config_of(index).update(
+                    param_steps[index], param, grad, first[index], second[index], third[index]
+                )
                 out.append(np.asarray(new, dtype=param.dtype))
         return _PreparedStep(out, self.steps + 1, param_steps, first, second, third)
 
