@@ -371,8 +371,8 @@ def _adam_step(
     # addcdiv_(m, denom, value=-step_size): start + (-step_size * m) / denom.
     update: Array = np.asarray(np.multiply(m, dt(-step_size)))
     update /= denom
-    result: Array = start + update
-    return result, m, v, v_max
+    np.add(start, update, out=update)  # start + update, into the array update holds
+    return update, m, v, v_max
 
 
 def _less_square(v: Array, a: Array) -> Array:
