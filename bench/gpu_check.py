@@ -69,17 +69,18 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
 The JSON record (default ``bench/results/gpu_check.json``) says first which code ran (``code``: the
 folder torchlean was imported from, its source's SHA-256 as ``train --report-json`` records it, the
 git commit when the folder is a checkout, numpy's version; review127 F5). It is rewritten,
-atomically, after the build, after every parity case, end-to-end run and timing row, so a crash, a hang or a time limit
-leaves everything measured so far on disk (``in_progress`` says which phase was running and how many
-of its rows had finished; the progress lines, flushed as each step starts, name the step). After a
-device fault that leaves the CUDA context unusable (an illegal address is sticky), no further device
-work runs in this process (``aborted`` names the phase and the step that caused it, and the phases
-that then do not start are under ``not_run``); the refusals still run, in their child process with a
-context of its own. A phase that raises (a bug of this script, an error outside a row) is recorded
-under ``phase_errors`` and fails the check; the next phase runs. ``--max-seconds`` skips the steps
-that would start after that many seconds (recorded under ``skipped``, with each phase not started);
-a step still running 120 s past it prints every thread's Python stack on stderr (and again every 120
-s), so that a hang killed by an outer ``timeout`` says where it was.
+atomically, after the build, after every parity case, end-to-end run and timing row, so a crash, a
+hang or a time limit leaves everything measured so far on disk (``in_progress`` says which phase was
+running and how many of its rows had finished; the progress lines, flushed as each step starts, name
+the step). After a device fault that leaves the CUDA context unusable (an illegal address is
+sticky), no further device work runs in this process (``aborted`` names the phase and the step that
+caused it, and the phases that then do not start are under ``not_run``); the refusals still run, in
+their child process with a context of its own. A phase that raises (a bug of this script, an error
+outside a row) is recorded under ``phase_errors`` and fails the check; the next phase runs.
+``--max-seconds`` skips the steps that would start after that many seconds (recorded under
+``skipped``, with each phase not started); a step still running 120 s past it prints every thread's
+Python stack on stderr (and again every 120 s), so that a hang killed by an outer ``timeout`` says
+where it was.
 
 Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is named
 on the last line but does not fail the check); 1 a parity case, end-to-end run, timing check or
