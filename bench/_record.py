@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.vocabulary import did_you_mean
 from torchlean.cli._args import int_at_least
 from torchlean.cli._output import check_writable, file_path
 from torchlean.cli._threads import MAX_TORCH_THREADS, torch_threads
@@ -262,6 +263,14 @@ def target(
     return entry
 
 
+def shown(value: float, limit: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, or more (up to 6) while it would round to ``limit``
+    without being it, so a cell never reads ``1.50x | <= 1.5x MISSED`` (review127 F8)."""
+    while digits < 6 and value != limit and round(value, digits) == round(limit, digits):
+        digits += 1
+    return f"{value:.{digits}f}"
+
+
 def verdict(entry: dict[str, Any] | None) -> str:
     """``met`` / ``MISSED`` / ``-`` for a table cell, with ``(noisy: why)`` after a verdict whose
     timings were not steady (:data:`NOISY_IQR`) or waited for a CPU (:data:`NOISY_WALL_CPU`)."""
@@ -278,11 +287,13 @@ def names(
 ) -> list[str]:
     """The comma-separated names of ``option``: blanks stripped, each once, in the order given
     (as ``run.py --only``); an unknown name or none is a one-line usage error naming the known
-    ones."""
+    ones (and, for a known one with ``-`` and ``_`` swapped, ``did you mean``, as
+    ``dispatch.py --profile`` says: review127 F8)."""
     chosen = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
     unknown = [name for name in chosen if name not in known]
     if unknown:
-        parser.error(f"{option}: unknown {what} {unknown[0]!r} (known: {' | '.join(known)})")
+        near = did_you_mean(unknown[0], known)
+        parser.error(f"{option}: unknown {what} {unknown[0]!r} (known: {' | '.join(known)}){near}")
     if not chosen:
         parser.error(f"{option} names no {what} (known: {' | '.join(known)})")
     return chosen

@@ -22,7 +22,10 @@ by :data:`_record.MEMORY_METHOD` (resident-set high-water mark, which sees numpy
 allocations alike; tracemalloc would miss torch's). A case whose forward + backward time,
 extrapolated quadratically in n from the previous size, would exceed ``--case-budget`` seconds
 over its repeats, is skipped and recorded with the reason. Memory is measured after all timings
-(one more call per case).
+(one more call per case). So that a fast wrong answer shows, ``agreement`` compares, untimed at the
+smallest size, every implementation's output and q, k, v gradients with torch SDPA's autograd in
+float64 on the same values (largest difference over max(max |reference|, 1); the tolerance is
+1e-5 in float32, 1e-12 in float64).
 
 Usage: ``python3 bench/attention.py [--quick] [--out DIR] [--dtype float32] [--mask none|causal]
 [--case-budget S]``; the record is ``attention.json`` for float32 without a mask; a mask and a
@@ -60,6 +63,8 @@ SMOKE_SIZES = (16, 32)
 DEFAULT_DTYPE = "float32"
 
 Array = npt.NDArray[Any]
+# output, dq, dk, dv
+Outputs = tuple[Array, Array, Array, Array]
 # one forward + backward: returns (forward seconds, backward seconds)
 Call = Callable[[], tuple[float, float]]
 
@@ -86,6 +91,11 @@ class Impl(abc.ABC):
     def backend(self) -> list[dict[str, str]]:
         """What ran: op, capsule, provider, reduction policy."""
 
+    @abc.abstractmethod
+    def outputs(self, x: Inputs) -> Outputs:
+        """The output and the gradients of q, k, v of one forward + backward on ``x`` (untimed:
+        the agreement check)."""
+
 
 class SessionImpl(Impl):
     """torchlean eager attention under a profile (``checked_cpu`` or ``libtorch_forward_cpu``)."""
@@ -108,6 +118,18 @@ class SessionImpl(Impl):
 
         return run
 
+    def outputs(self, x: Inputs) -> Outputs:
+        with self.session:
+            q, k, v = (tl.tensor(a, requires_grad=True) for a in (x.q, x.k, x.v))
+            mask = None if x.mask is None else tl.tensor(x.mask)
+            out = tlf.scaled_dot_product_attention(q, k, v, mask)
+            out.backward(gradient=tl.tensor(x.d_out))
+            grads = []
+            for t in (q, k, v):
+                assert t.grad is not None
+                grads.append(np.array(t.grad.numpy()))
+            return np.array(out.numpy()), grads[0], grads[1], grads[2]
+
     def backend(self) -> list[dict[str, str]]:
         rows = _record.backend_rows(self.session.selected)
         for row in rows:
@@ -128,6 +150,11 @@ class FlashImpl(Impl):
             return middle - started, time.perf_counter() - middle
 
         return run
+
+    def outputs(self, x: Inputs) -> Outputs:
+        out, lse = flash_attention_forward(x.q, x.k, x.v, x.mask, config=self.config)
+        dq, dk, dv = flash_attention_backward(x.q, x.k, x.v, out, lse, x.d_out, x.mask, config=self.config)
+        return out, dq, dk, dv
 
     def backend(self) -> list[dict[str, str]]:
         return [{
@@ -154,6 +181,9 @@ class TorchImpl(Impl):
 
         return run
 
+    def outputs(self, x: Inputs) -> Outputs:
+        return torch_outputs(x)
+
     def backend(self) -> list[dict[str, str]]:
         return [{
             "op": "scaled_dot_product_attention",
@@ -161,6 +191,56 @@ class TorchImpl(Impl):
             "provider": f"pytorch {torch.__version__} (cpu)",
             "reduction": "implementation-defined",
         }]
+
+
+def torch_outputs(x: Inputs) -> Outputs:
+    """torch SDPA with autograd on ``x`` in its own dtype (in float64: the check's reference)."""
+    q, k, v = (torch.from_numpy(a).requires_grad_(True) for a in (x.q, x.k, x.v))
+    mask = None if x.mask is None else torch.from_numpy(x.mask)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out.backward(torch.from_numpy(x.d_out))  # type: ignore[no-untyped-call]
+    grads = []
+    for t in (q, k, v):
+        assert t.grad is not None
+        grads.append(t.grad.numpy())
+    return out.detach().numpy(), grads[0], grads[1], grads[2]
+
+
+# largest scaled difference to the float64 reference the agreement check accepts, per dtype (seen
+# at n = 256: at most 1e-6 in float32, 2e-15 in float64)
+AGREEMENT_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+
+
+def agreement(impls: list[Impl], n: int, dtype: np.dtype[Any], mask: str) -> dict[str, Any]:
+    """Every implementation's output and q, k, v gradients at ``n`` against torch SDPA's in float64
+    on the same values (the inputs rounded to ``dtype``, then widened): per implementation the
+    largest absolute difference of the output and of the gradients, each over max(max |reference|, 1)
+    (as gpu_check's parity), and whether all are within :data:`AGREEMENT_TOLERANCE`."""
+    x = inputs(n, dtype, mask)
+    wide = Inputs(*(a.astype(np.float64) for a in (x.q, x.k, x.v, x.d_out)), x.mask)
+    reference = torch_outputs(wide)
+
+    def error(got: Array, want: Array) -> float:
+        return float(np.max(np.abs(got.astype(np.float64) - want)) / max(float(np.max(np.abs(want))), 1.0))
+
+    tolerance = AGREEMENT_TOLERANCE[dtype.name]
+    per_impl = {}
+    for impl in impls:
+        got = impl.outputs(x)
+        per_impl[impl.name] = {
+            "output": error(got[0], reference[0]),
+            "gradients": max(error(g, r) for g, r in zip(got[1:], reference[1:], strict=True)),
+        }
+    worst = max(max(e.values()) for e in per_impl.values())
+    return {
+        "n": n,
+        "reference": "torch.nn.functional.scaled_dot_product_attention + autograd in float64",
+        "measure": "max |difference| / max(max |reference|, 1), output and the largest over dq, dk, dv",
+        "per_impl": per_impl,
+        "max_error": worst,
+        "tolerance": tolerance,
+        "agrees": bool(worst <= tolerance),
+    }
 
 
 def inputs(n: int, dtype: np.dtype[Any], mask: str = "none", seed: int = 0) -> Inputs:
@@ -184,7 +264,8 @@ def skip_reason(previous: dict[str, Any] | None, n: int, repeats: int, budget: f
     seconds = previous["total_s"]["median"] * scale
     if seconds * (repeats + 1) > budget:
         return (f"estimated {seconds:.1f} s per forward+backward (n={previous['n']} x{scale:g}), "
-                f"{seconds * (repeats + 1):.0f} s with warm-up and {repeats} repeats > budget {budget:g} s")
+                f"{_record.shown(seconds * (repeats + 1), budget, 1)} s with warm-up and {repeats} repeats "
+                f"> budget {budget:g} s")
     return None
 
 
@@ -215,11 +296,17 @@ def markdown(record: dict[str, Any]) -> str:
         rows.append((r["n"], r["impl"], f"{t['median'] * 1e3:.2f}",
                      f"{t['min'] * 1e3:.2f}-{t['max'] * 1e3:.2f} (n={t['repeats']})",
                      f"{r['forward_s']['median'] * 1e3:.2f} / {r['backward_s']['median'] * 1e3:.2f}", mib))
+    check = record["agreement"]
+    errors = ", ".join(f"{name} {e['output']:.1e} / {e['gradients']:.1e}"
+                       for name, e in check["per_impl"].items())
     return (
         f"### {record['name']}: forward+backward, d={D}, one head, {record['dtype']}, "
         f"{'no' if record['mask'] == 'none' else record['mask']} mask "
         "(ms, median; min-max; peak extra RSS MiB)\n\n"
         + _record.table(("n", "implementation", "fwd+bwd ms", "spread", "fwd / bwd ms", "peak MiB"), rows)
+        + f"\n\nAgreement at n = {check['n']} with torch SDPA in float64 (output / gradients, scaled "
+        f"difference; tolerance {check['tolerance']:g}): {errors}: "
+        + ("agrees" if check["agrees"] else "DISAGREES")
     )
 
 
@@ -255,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 row["skipped"] = reason
             rows.append(row)
+    check = agreement(impls, sizes[0], dtype, args.mask)  # untimed, after the timings
     # Memory after all timings: PeakRSS fixes glibc's mmap threshold, which slows small allocations.
     by_name = {impl.name: impl for impl in impls}
     with _record.PeakRSS() as peak:
@@ -274,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "case_budget_s": budget,
         "memory_method": memory_method,
         "rows": rows,
+        "agreement": check,
         "skipped": [{"n": r["n"], "impl": r["impl"], "reason": r["skipped"]} for r in rows if "skipped" in r],
         "backend": {impl.name: impl.backend() for impl in impls},
     })

@@ -80,7 +80,8 @@ outside a row) is recorded under ``phase_errors`` and fails the check; the next 
 ``--max-seconds`` skips the steps that would start after that many seconds (recorded under
 ``skipped``, with each phase not started); a step still running 120 s past it prints every thread's
 Python stack on stderr (and again every 120 s), so that a hang killed by an outer ``timeout`` says
-where it was.
+where it was. Keep S at least about 130 s under that outer limit (``timeout 600``: S <= 470), or
+the kill comes before the stacks print (review127 F8).
 
 Exit status: 0 all passed (a phase under ``not_run``, the end to end without scikit-learn, is named
 on the last line but does not fail the check); 1 a parity case, end-to-end run, timing check or
@@ -1103,7 +1104,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--max-seconds",
         type=_seconds,
         default=0.0,
-        help="start no step after this many seconds (0: no limit)",
+        help="start no step after this many seconds (0: no limit); keep it ~130 s under an outer "
+        "timeout, so a hang prints its stacks (at S + 120 s) before the kill",
     )
     return parser.parse_args(argv)
 

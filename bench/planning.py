@@ -129,7 +129,8 @@ def markdown(record: dict[str, Any]) -> str:
         ))
     grow = [
         (g["profile"], f"{g['from_nodes']} -> {g['to_nodes']}", f"{g['time_ratio']:.2f}x",
-         f"{g['growth_per_10x']:.2f}x", f"<= {GROWTH_LIMIT}x {_record.verdict(g['target'])}")
+         f"{_record.shown(g['growth_per_10x'], GROWTH_LIMIT, 2)}x",
+         f"<= {GROWTH_LIMIT}x {_record.verdict(g['target'])}")
         for g in record["growth"]
     ]
     return (

@@ -46,7 +46,8 @@ def run_script(name: str, flags: list[str]) -> Outcome:
 
 
 def summary(out: Path, outcomes: list[Outcome], command: str, threads: int) -> str:
-    """The combined markdown: the command, the commit measured, machine, versions and thread
+    """The combined markdown: the command, the commit measured (and, when torchlean was imported
+    from elsewhere than this checkout, that folder: review127 F6), machine, versions and thread
     count, each script's status and time, then each table."""
     commit = _record.commit()
     machine = _record.machine()
@@ -57,6 +58,9 @@ def summary(out: Path, outcomes: list[Outcome], command: str, threads: int) -> s
         f"Command: `{command}`  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}  ",
         f"Commit: {commit['id']}{' with uncommitted changes' if commit.get('dirty') else ''}  ",
+        *([] if commit["measured_here"] else [
+            f"**torchlean imported from {commit['torchlean']}, not this checkout** (`measured_here: false`): "
+            "the commit above is the bench scripts', not the library's measured  "]),
         f"Machine: {machine['processor']}, {machine['cpu_count']} CPUs, {machine['platform']}  ",
         f"Versions: {versions}  ",
         f"Threads: {threads} torch intra-op and BLAS thread(s) in each script (its record's `threads`)",

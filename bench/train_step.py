@@ -1,5 +1,6 @@
 """Milliseconds per training step: torchlean (checked_cpu / fast_cpu, eager / typed-graph) against
-the same model in plain PyTorch eager, interleaved in one process on the same thread count.
+the same model in plain PyTorch eager, in one process on the same thread count, each configuration
+timed in a steady state of its own.
 
 Models (digits: 64 features, 10 classes, batch 64, Adam lr 1e-3, mean cross-entropy):
 
@@ -12,15 +13,26 @@ Models (digits: 64 features, 10 classes, batch 64, Adam lr 1e-3, mean cross-entr
 A torchlean step is ``Trainer.step(xb, yb)`` (labels -> one-hot, forward, tape backward, Adam,
 loss read back as a float); a PyTorch step is ``zero_grad, forward, F.cross_entropy, backward,
 Adam.step, loss.item()``. Every configuration first runs warm-up steps (planning, acceptance,
-graph lowering, lazy imports: excluded), then the configurations of one model take turns:
-each round runs one block of ``k`` steps of every configuration, and the time of a block over
-``k`` is one sample. All configurations see the same sequence of digits batches. The record
-holds the median and spread (quartiles, min, max, number of blocks) of wall and process-CPU ms per
-step, the ratio of each median to PyTorch's, the issue-8 targets (MLP: fast_cpu typed-graph <=
-1.2x, fast_cpu eager <= 1.5x, checked_cpu <= 8x) as met/missed (noisy when the configuration's
-or PyTorch's blocks spread or waited for a CPU: ``_record.target``), the first-step loss of every
-configuration (the same batch and weights, so they agree) and each torchlean configuration's
-backend report (op, capsule, provider, reduction policy).
+graph lowering, lazy imports: excluded). Then the configurations of one model take turns, so that
+load on a shared machine hits them alike: in each round every configuration runs one turn, the
+order rotated by one configuration each round. A turn is ``settle`` steps, timed but not counted
+(the first steps after a switch run with the caches another configuration left; in 10-step turns
+that cost pulled every ratio towards 1: review127 F1), then ``blocks`` blocks of ``block`` steps;
+the time of a block over ``block`` is one sample, so a ratio is what a continuous training loop
+of each configuration sees. All configurations see the same sequence of digits batches.
+
+The record holds the method (warm-up, rounds, settle steps, blocks per turn, steps per block, the
+order), the median and spread (quartiles, min, max, number of blocks) of wall and process-CPU ms
+per step, the same of the settle steps (``settle_ms_per_step``: what a switch costs), the ratio of
+each median to PyTorch's, the issue-8 targets (MLP: fast_cpu typed-graph <= 1.2x, fast_cpu eager
+<= 1.5x, checked_cpu <= 8x) as met/missed (noisy when the configuration's or PyTorch's blocks
+spread or waited for a CPU: ``_record.target``), each torchlean configuration's backend report
+(op, capsule, provider, reduction policy) and an agreement check, so a fast wrong answer shows:
+``loss_check`` compares every configuration's losses over its first ``CHECK_STEPS`` steps (the
+same weights and batches) with PyTorch's, as the largest relative difference, against
+``LOSS_TOLERANCE``; ``last_loss`` and its relative difference to PyTorch's are recorded too, for
+information (float32 rounding makes trajectories drift apart over many steps: checked_cpu's CNN
+about 5e-4 after 200).
 
 Usage: ``python3 bench/train_step.py [--quick] [--out DIR] [--threads N] [--models mlp,cnn]``.
 """
@@ -70,19 +82,34 @@ Array = npt.NDArray[Any]
 Batch = tuple[Array, Array]
 
 
+# the losses of each configuration's first steps (warm-up first) compared with PyTorch's
+CHECK_STEPS = 20
+# largest relative difference to PyTorch's loss the check accepts over those steps (seen: 2.3e-7
+# for the MLP, 1.3e-5 for the CNN after 60 steps); a wrong forward, gradient or update is far off
+LOSS_TOLERANCE = 1e-4
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """How many warm-up steps, rounds and steps per block one model gets."""
+    """One model's method: warm-up steps, rounds, and per turn the ``settle`` steps after the
+    switch (timed, not counted) and ``blocks`` counted blocks of ``block`` steps."""
 
     warmup: int
     rounds: int
+    settle: int
     block: int
+    blocks: int
+
+    @property
+    def turn(self) -> int:
+        """Steps of one configuration per round."""
+        return self.settle + self.block * self.blocks
 
 
 PLANS = {
     # model: (full, quick, smoke)
-    "mlp": (Plan(10, 150, 10), Plan(5, 60, 10), Plan(1, 2, 1)),
-    "cnn": (Plan(5, 40, 5), Plan(2, 20, 3), Plan(1, 2, 1)),
+    "mlp": (Plan(20, 6, 50, 25, 8), Plan(5, 4, 30, 20, 5), Plan(1, 2, 1, 1, 1)),
+    "cnn": (Plan(5, 6, 2, 5, 6), Plan(2, 3, 1, 3, 6), Plan(1, 2, 1, 1, 1)),
 }
 
 
@@ -121,22 +148,46 @@ class Runner:
         self._step = step
         self._count = count
         self._cursor = 0
-        self.first_loss: float | None = None
+        self.losses: list[float] = []  # of the first CHECK_STEPS steps
+        self.last_loss: float | None = None
         self.wall: list[float] = []
         self.cpu: list[float] = []
+        self.settle_wall: list[float] = []
+
+    @property
+    def first_loss(self) -> float | None:
+        return self.losses[0] if self.losses else None
+
+    @property
+    def steps_run(self) -> int:
+        return self._cursor
 
     def steps(self, count: int) -> None:
         for _ in range(count):
             loss = self._step(self._cursor % self._count)
             self._cursor += 1
-            if self.first_loss is None:
-                self.first_loss = loss
+            if len(self.losses) < CHECK_STEPS:
+                self.losses.append(loss)
+            self.last_loss = loss
 
-    def timed_block(self, count: int) -> None:
+    def timed_block(self, count: int, samples: list[float] | None = None) -> None:
+        """``count`` steps; their wall and CPU ms per step are one sample each (the wall time
+        only, into ``samples``, when given: the settle steps)."""
         wall, cpu = time.perf_counter(), time.process_time()
         self.steps(count)
-        self.wall.append((time.perf_counter() - wall) / count * 1e3)
+        wall_ms = (time.perf_counter() - wall) / count * 1e3
+        if samples is not None:
+            samples.append(wall_ms)
+            return
+        self.wall.append(wall_ms)
         self.cpu.append((time.process_time() - cpu) / count * 1e3)
+
+    def turn(self, plan: Plan) -> None:
+        """One turn: the settle steps (timed, not counted), then the counted blocks."""
+        if plan.settle:
+            self.timed_block(plan.settle, self.settle_wall)
+        for _ in range(plan.blocks):
+            self.timed_block(plan.block)
 
 
 def torchlean_runner(
@@ -185,12 +236,13 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
         trainers[runner.label] = trainer
     for runner in runners:
         runner.steps(plan.warmup)
-    for _ in tqdm(range(plan.rounds), desc=f"{model} rounds", leave=False, file=sys.stderr, disable=None):
-        for runner in runners:
-            runner.timed_block(plan.block)
+    for r in tqdm(range(plan.rounds), desc=f"{model} rounds", leave=False, file=sys.stderr, disable=None):
+        for i in range(len(runners)):
+            runners[(r + i) % len(runners)].turn(plan)
     baseline_wall = _record.summary(runners[0].wall)
     baseline = baseline_wall["median"]
     baseline_cpu = _record.summary(runners[0].cpu)
+    check = loss_check(runners)
     configs = []
     for runner in runners:
         wall = _record.summary(runner.wall)
@@ -206,7 +258,11 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
             "target": None if limit is None else _record.target(
                 ratio, limit, f"{runner.label} <= {limit}x pytorch eager ({model})", wall, baseline_wall,
                 cpu=(cpu, baseline_cpu)),
+            "settle_ms_per_step": _record.summary(runner.settle_wall) if runner.settle_wall else None,
             "first_loss": runner.first_loss,
+            "loss_rel_difference": check["per_config"][runner.label],
+            "last_loss": runner.last_loss,
+            "last_loss_rel_difference": rel_difference(runner.last_loss, runners[0].last_loss),
             "backend": _record.backend_rows(trainers[runner.label].selected)
             if runner.label in trainers else PYTORCH_BACKEND,
         })
@@ -214,8 +270,41 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
         "model": model,
         "warmup_steps": plan.warmup,
         "rounds": plan.rounds,
+        "settle_steps": plan.settle,
+        "blocks_per_turn": plan.blocks,
         "steps_per_block": plan.block,
+        "steps_per_turn": plan.turn,
+        "order": "every configuration one turn per round, the order rotated by one each round",
+        "steps_per_config": runners[0].steps_run,
+        "loss_check": check,
         "configs": configs,
+    }
+
+
+def rel_difference(value: float | None, reference: float | None) -> float | None:
+    """``|value - reference| / |reference|`` (None when either is missing)."""
+    if value is None or reference is None:
+        return None
+    return abs(value - reference) / abs(reference) if reference else abs(value)
+
+
+def loss_check(runners: Sequence[Runner]) -> dict[str, Any]:
+    """Every configuration's losses over its first steps against the first runner's (PyTorch's):
+    the largest relative difference per configuration and over all, and whether it is within
+    :data:`LOSS_TOLERANCE`."""
+    baseline = runners[0].losses
+    per_config = {
+        runner.label: max(rel_difference(a, b) or 0.0 for a, b in zip(runner.losses, baseline, strict=True))
+        for runner in runners
+    }
+    worst = max(per_config.values())
+    return {
+        "steps": len(baseline),
+        "against": runners[0].label,
+        "per_config": per_config,
+        "max_rel_difference": worst,
+        "tolerance": LOSS_TOLERANCE,
+        "agrees": bool(worst <= LOSS_TOLERANCE),
     }
 
 
@@ -233,18 +322,35 @@ def digits_batches(count: int) -> list[Batch]:
 
 def markdown(results: list[dict[str, Any]], threads: int) -> str:
     rows = []
+    notes = []
     for result in results:
         for c in result["configs"]:
             s = c["ms_per_step"]
+            settle = c["settle_ms_per_step"]
+            target = c["target"]
+            ratio = (f"{c['ratio_to_pytorch']:.2f}" if target is None
+                     else _record.shown(c["ratio_to_pytorch"], target["limit"], 2))
             rows.append((
                 result["model"], c["config"], f"{s['median']:.3f}", f"{s['q1']:.3f}-{s['q3']:.3f}",
-                f"{c['ratio_to_pytorch']:.2f}x", f"{c['cpu_ratio_to_pytorch']:.2f}x",
-                "-" if c["target"] is None else f"<= {c['target']['limit']}x {_record.verdict(c['target'])}",
+                "-" if settle is None else f"{settle['median']:.3f}",
+                f"{ratio}x", f"{c['cpu_ratio_to_pytorch']:.2f}x",
+                "-" if target is None else f"<= {target['limit']}x {_record.verdict(target)}",
+                f"{c['loss_rel_difference']:.1e}",
             ))
+        check = result["loss_check"]
+        notes.append(
+            f"{result['model']}: every configuration's loss over its first {check['steps']} steps within "
+            f"{check['max_rel_difference']:.1e} of PyTorch's (relative; tolerance {check['tolerance']:g}): "
+            + ("agrees" if check["agrees"] else "DISAGREES")
+            + f"; per configuration {result['steps_per_config']} steps: {result['warmup_steps']} warm-up, "
+            f"{result['rounds']} rounds of {result['settle_steps']} settle steps (not counted) + "
+            f"{result['blocks_per_turn']} blocks of {result['steps_per_block']}, order rotated each round."
+        )
     head = (f"### train_step: ms per training step (digits, batch {BATCH}, Adam, cross-entropy; "
-            f"{threads} thread(s); median of blocks, IQR)\n\n")
+            f"{threads} thread(s); median of blocks, IQR; after switch: the settle steps of each turn)\n\n")
     return head + _record.table(
-        ("model", "config", "ms/step", "IQR", "vs pytorch", "CPU time vs pytorch", "target"), rows)
+        ("model", "config", "ms/step", "IQR", "after switch ms", "vs pytorch", "CPU time vs pytorch",
+         "target", "loss vs pytorch"), rows) + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,6 +64,8 @@ def test_script_writes_record(bench_script: Loader, name: str, tmp_path: Path,
     assert record["backend"]
     if name == "attention":  # the flag's value, not null (review41 F8)
         assert record["mask"] == "none"
+        assert record["agreement"]["agrees"] is True  # review127 F7
+        assert set(record["agreement"]["per_impl"]) == {"reference", "libtorch", "flash spec", "torch sdpa"}
     if name == "planning":  # its backend rows are planned, not run (review23 claims; pmut B01)
         assert record["backend_note"] == (
             "the capsules each accepted plan selects; this benchmark executes no kernel"
@@ -94,7 +96,19 @@ def test_train_step_reports_ratios_targets_and_backends(bench_script: Loader, tm
     for t in record["targets"]:  # each configuration's and PyTorch's median wall over CPU time
         assert len(t["wall_per_cpu"]) == 2 and min(t["wall_per_cpu"]) > 0
     assert "| CPU time vs pytorch |" in (tmp_path / "train_step.md").read_text()
+    # the method (review127 F1): settle steps after each switch, timed but not counted
+    plan = module.PLANS["mlp"][2]
+    assert (result["settle_steps"], result["blocks_per_turn"], result["steps_per_block"]) == (
+        plan.settle, plan.blocks, plan.block)
+    assert result["steps_per_config"] == plan.warmup + plan.rounds * plan.turn
+    # the agreement check beside the timings (review127 F7)
+    check = result["loss_check"]
+    assert check["agrees"] is True and check["steps"] == result["steps_per_config"]
+    assert set(check["per_config"]) == set(configs) and check["max_rel_difference"] <= check["tolerance"]
     for label, config in configs.items():
+        assert config["settle_ms_per_step"]["repeats"] == plan.rounds
+        assert config["ms_per_step"]["repeats"] == plan.rounds * plan.blocks
+        assert config["last_loss_rel_difference"] is not None
         assert config["ratio_to_pytorch"] > 0
         # the same initial weights and first batch: the first losses agree (float32 rounding)
         assert config["first_loss"] == pytest.approx(configs["pytorch eager"]["first_loss"], rel=1e-5)
@@ -102,6 +116,62 @@ def test_train_step_reports_ratios_targets_and_backends(bench_script: Loader, tm
             providers = {row["provider"] for row in config["backend"]}
             assert providers <= {"reference", "aten"}
             assert ("aten" in providers) == label.startswith("fast_cpu")
+
+
+def test_train_step_loss_check_flags_a_wrong_configuration(bench_script: Loader) -> None:
+    """A configuration whose losses leave PyTorch's is flagged (a fast wrong answer shows)."""
+    module = bench_script("train_step")
+    losses = iter([2.0, 1.5, 1.0])
+    good = module.Runner("pytorch eager", lambda i: [2.0, 1.5, 1.0][i], 3)
+    bad = module.Runner("fast_cpu eager", lambda i: next(losses) * (1.01 if i == 2 else 1.0), 3)
+    for runner in (good, bad):
+        runner.steps(3)
+    check = module.loss_check([good, bad])
+    assert check["agrees"] is False and check["per_config"]["fast_cpu eager"] == pytest.approx(0.01)
+
+
+def test_cells_never_round_onto_their_limit(bench_script: Loader) -> None:
+    """review127 F8: ``1.50x | <= 1.5x MISSED`` (1.5006) read as a contradiction."""
+    _record = bench_script("_record")
+    assert _record.shown(1.5006, 1.5, 2) == "1.501"
+    assert _record.shown(1.4996, 1.5, 2) == "1.4996"
+    assert _record.shown(1.53, 1.5, 2) == "1.53"
+    assert _record.shown(1.5, 1.5, 2) == "1.50"
+    attention = bench_script("attention")
+    reason = attention.skip_reason({"n": 8, "total_s": {"median": 0.1}}, 16, 2, 1.0)
+    assert reason is not None and "1.2 s with warm-up and 2 repeats > budget 1 s" in reason
+
+
+def test_attention_agreement_flags_a_wrong_implementation(bench_script: Loader) -> None:
+    """review127 F7: every implementation's output and gradients against torch in float64."""
+    module = bench_script("attention")
+
+    class Wrong(module.FlashImpl):  # type: ignore[name-defined,misc]
+        name = "wrong"
+
+        def outputs(self, x: Any) -> Any:
+            out, dq, dk, dv = super().outputs(x)
+            return out, dq, dk, dv * 1.001
+
+    right = module.agreement([module.FlashImpl(), module.TorchImpl()], 16, np.dtype(np.float32), "causal")
+    assert right["agrees"] is True and set(right["per_impl"]) == {"flash spec", "torch sdpa"}
+    wrong = module.agreement([module.TorchImpl(), Wrong()], 16, np.dtype(np.float64), "none")
+    assert wrong["agrees"] is False and wrong["per_impl"]["wrong"]["gradients"] > wrong["tolerance"]
+    assert wrong["per_impl"]["wrong"]["output"] <= wrong["tolerance"]
+
+
+def test_run_summary_says_when_torchlean_came_from_elsewhere(
+    bench_script: Loader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review127 F6: the record said ``measured_here: false``, the summary did not."""
+    run = bench_script("run")
+    here = run.summary(tmp_path, [], "python bench/run.py", 1)
+    assert "not this checkout" not in here
+    monkeypatch.setattr(run._record, "commit", lambda: {"id": "abc", "dirty": False,
+                                                         "torchlean": "/elsewhere/torchlean",
+                                                         "measured_here": False})
+    text = run.summary(tmp_path, [], "python bench/run.py", 1)
+    assert "torchlean imported from /elsewhere/torchlean, not this checkout" in text
 
 
 def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> None:
@@ -155,6 +225,9 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("exception_probe", ["{file}/x.json"], "argument out: cannot write the record"),
         ("planning", ["--smoke", "--profiles", "checked_cpu, nosuch"],
          "--profiles: unknown profile 'nosuch'"),
+        ("planning", ["--smoke", "--profiles", "fast-cpu"],  # review127 F8: as dispatch.py --profile
+         "(known: checked_cpu | checked_cuda | libtorch_forward_cuda"),
+        ("planning", ["--smoke", "--profiles", "fast-cpu"], "; did you mean fast_cpu?"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(
