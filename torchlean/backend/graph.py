@@ -231,13 +231,13 @@ def plan_graph(
             ) from None
         if op is None:
             continue
-        if not isinstance(op, BackendOp):  # before the lookup: an unhashable value fails there
-            raise BackendTypeError(
-                f"graph.nodes[{index}]: kind.backend_op must be a BackendOp or None, got {describe(op)}"
-            )
-        if op in chosen:
+        try:
             capsule = chosen[op]
-        else:  # once per distinct op: the chooser itself checks nothing
+        except (KeyError, TypeError):  # a new op (checked once, as the chooser checks nothing), or unhashable
+            if not isinstance(op, BackendOp):
+                raise BackendTypeError(
+                    f"graph.nodes[{index}]: kind.backend_op must be a BackendOp or None, got {describe(op)}"
+                ) from None
             capsule = chosen[op] = _choose_capsule(policy, op, available)
         if capsule is None:
             if op not in missing:
