@@ -387,7 +387,7 @@ def test_a_module_entry_that_is_no_capsule_is_refused() -> None:
     with pytest.raises(BackendTypeError) as info:
         CapsuleModule("custom", "reference.relu")  # type: ignore[arg-type]
     assert str(info.value) == (
-        "CapsuleModule `custom`.capsules must be a tuple of KernelCapsule, got 'reference.relu' (str)"
+        "CapsuleModule `custom`.capsules must be a tuple or list of KernelCapsule, got 'reference.relu' (str)"
     )
     with pytest.raises(BackendValueError, match=r"^CapsuleModule.name must be a non-empty string, got ''$"):
         CapsuleModule("", ())
@@ -613,7 +613,9 @@ def test_a_plan_audit_refuses_rows_that_are_not_audit_rows() -> None:
     assert str(info.value) == "KernelPlanAudit.kernels[0] must be a KernelAudit, got 1 (int)"
     with pytest.raises(BackendTypeError) as info:
         KernelPlanAudit(None)  # type: ignore[arg-type]
-    assert str(info.value) == "KernelPlanAudit.kernels must be a tuple of KernelAudit, got None (NoneType)"
+    assert str(info.value) == (
+        "KernelPlanAudit.kernels must be a tuple or list of KernelAudit, got None (NoneType)"
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -719,7 +721,7 @@ def test_availability_takes_members_or_labels_and_refuses_anything_else() -> Non
     with pytest.raises(BackendTypeError) as lone:
         Availability(devices="cpu")  # type: ignore[arg-type]
     assert str(lone.value) == (
-        "Availability.devices must be a tuple of Device members or labels, got 'cpu' (str)"
+        "Availability.devices must be a tuple or list of Device members or labels, got 'cpu' (str)"
     )
     with pytest.raises(BackendLabelError, match=r"^Availability\.devices\[1\]: unknown device gpu \(known"):
         Availability(devices=("cpu", "gpu"))  # type: ignore[arg-type]

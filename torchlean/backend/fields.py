@@ -127,7 +127,7 @@ def enum_tuple_field(record: object, name: str, cls: type[LabelledEnum]) -> None
     where = _field(record, name)
     if not isinstance(value, tuple | list):
         raise BackendTypeError(
-            f"{where} must be a tuple of {cls.__name__} members or labels, got {describe(value)}"
+            f"{where} must be a tuple or list of {cls.__name__} members or labels, got {describe(value)}"
         )
     members = []
     for index, item in enumerate(value):
@@ -244,7 +244,7 @@ def tuple_field(record: object, name: str, cls: type[object], *, where: str | No
     value = getattr(record, name)
     label = where or _field(record, name)
     if not isinstance(value, tuple | list):
-        raise BackendTypeError(f"{label} must be a tuple of {cls.__name__}, got {describe(value)}")
+        raise BackendTypeError(f"{label} must be a tuple or list of {cls.__name__}, got {describe(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, cls):
             raise BackendTypeError(f"{label}[{index}] must be {_a(cls.__name__)}, got {describe(item)}")

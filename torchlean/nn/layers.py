@@ -1018,7 +1018,7 @@ class Sequential(Layer):
 
     def __post_init__(self) -> None:
         if not isinstance(self.layers, (tuple, list)):
-            raise ShapeError(f"sequential: layers must be a tuple of layers, got {self.layers!r}")
+            raise ShapeError(f"sequential: layers must be a tuple or list of layers, got {self.layers!r}")
         for position, layer in enumerate(self.layers):
             if not isinstance(layer, Layer):
                 raise ShapeError(
