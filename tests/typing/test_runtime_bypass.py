@@ -377,3 +377,30 @@ def test_every_mode_refuses_forgeries_with_one_class_and_one_text(flag: str, tmp
 
 def test_normal_python_checks_with_beartype() -> None:
     assert sealed.BEARTYPE_CHECKS is True
+
+
+_ONE_LINER_CACHED = """
+import linecache
+text = "import torchlean.backend\\n"
+linecache.cache["<string>"] = (len(text), None, [text], "<string>")
+import torchlean.backend.sealed as sealed
+print("checks", sealed.BEARTYPE_CHECKS)
+"""
+
+
+def test_import_is_silent_when_linecache_holds_a_one_liner(tmp_path: Path) -> None:
+    """review129 F6: Python 3.13 keeps ``python -c``'s text in ``linecache`` under ``<string>``,
+    where beartype looked for the source of the import-time probe's lambda validator (evaluated
+    from a string annotation, so its file is ``<string>``) and warned; under ``-W error`` the
+    import failed. The 3.13 cache is recreated here on any Python; the probe's validator is a
+    named function now."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", _ONE_LINER_CACHED],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "checks True\n"
+    assert done.stderr == ""

@@ -232,11 +232,20 @@ class UnmintedError(TorchLeanError, TypeError):
     genuine one (``bind``, ``ExecutableKernel.run``, ``audit()``, ...), optimised Python or not."""
 
 
+def _positive(value: int) -> bool:
+    return value > 0
+
+
 def _beartype_checks() -> bool:
-    """Whether ``@beartype`` validates ``Is[...]`` hints in this interpreter (False under -O)."""
+    """Whether ``@beartype`` validates ``Is[...]`` hints in this interpreter (False under -O).
+
+    The validator is a named function, not a lambda: beartype looks a lambda's source up in
+    ``linecache`` for its repr, and Python 3.13 caches ``python -c``'s text under ``<string>``, so
+    importing torchlean from a ``-c`` one-liner warned (``BeartypeValeLambdaWarning``; an error
+    under ``-W error``: review129 F6)."""
 
     @beartype
-    def probe(value: Annotated[int, Is[lambda v: v > 0]]) -> int:
+    def probe(value: Annotated[int, Is[_positive]]) -> int:
         return value
 
     try:
