@@ -192,7 +192,10 @@ class Objective(LabelledEnum):
     axis, the classes, and the mean over every prediction: the rows of ``(classes,)`` outputs, or
     every position of ``(..., classes)`` outputs such as a language model's ``(tokens, vocab)``,
     as torch's ``cross_entropy(logits.reshape(-1, classes), labels.reshape(-1))``), in the model
-    dtype.
+    dtype. The cross-entropy is ``sum(log_softmax(z) * (-onehot/n))`` over every class
+    (:func:`_loss`), so a ``-inf`` logit of a class that is not the target gives ``0 * -inf = NaN``
+    and a NaN loss where torch's class-index loss, which reads the target's log-probability only,
+    is finite; the gradients are torch's (review130 F1; ``tl.cross_entropy`` gathers the target).
     """
 
     MSE = "mse"
@@ -617,7 +620,10 @@ def _loss(ops: Ops[T], objective: Objective, prediction: T, target: T) -> T:
     cross-entropy ``sum(log_softmax(z) * w)`` with ``w = -onehot/n`` over all ``n`` rows and classes
     (one left-fold sum under ``checked_cpu``). Its gradient with respect to ``log_softmax(z)`` is
     ``w``, bit for bit what ``scale(sum(log_softmax(z) * onehot), -1/n)`` gives; the loss value
-    differs from that form by rounding only (one product per entry instead of one final scale)."""
+    differs from that form by rounding only (one product per entry instead of one final scale)
+    where every ``log_softmax`` entry is finite: a ``-inf`` one (a ``-inf`` logit) at a zero weight
+    gives ``0 * -inf = NaN`` in either form, where torch's class-index loss, which reads the target
+    only, is finite (:class:`Objective`)."""
     if objective is Objective.MSE:
         return ops.mse_loss(prediction, target)
     log_p = ops.log_softmax(prediction, len(ops.shape(prediction)) - 1)
