@@ -47,7 +47,8 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   defaults it would be mypy's own wrong-count error); a bare ``Trainer`` is one where
   ``disallow_any_generics`` is on (``--strict``), as mypy reports a bare ``Shape``, except as the
   whole right-hand side of a type alias (``T = Trainer`` stays generic, like mypy's own rule). An
-  unpacked fixed tuple counts its items (``Trainer[*tuple[Shape[4], Shape[3]]]`` has both). The
+  unpacked fixed tuple counts its items (``Trainer[*tuple[Shape[4], Shape[3]]]`` has both; so does
+  ``Trainer[Unpack[tuple[...]]]``: ``typing``'s or ``typing_extensions``' ``Unpack`` is ``*``). The
   hint's example uses per-sample shapes (``Trainer[Shape[4], Shape[3]]``), as the library does.
   ``torchlean-trainer`` is a sub-code of mypy's ``type-arg``.
 
@@ -113,9 +114,11 @@ from mypy.plugin import (
     MethodContext,
     MethodSigContext,
     Plugin,
+    TypeAnalyzerPluginInterface,
 )
 from mypy.typeanal import TypeAnalyser
 from mypy.types import (
+    UNPACK_TYPE_NAMES,
     AnyType,
     CallableType,
     EllipsisType,
@@ -623,7 +626,27 @@ def _literal_value(literal: LiteralType) -> str:
     return repr(literal.value)
 
 
-def _raw_dimension(arg: Type, int_type: Instance, fail: Callable[[str], None]) -> Type | None:
+def _unpacked(arg: Type, api: TypeAnalyzerPluginInterface) -> Type | None:
+    """What an unanalyzed type argument unpacks: ``X`` of ``*X`` or of ``Unpack[X]`` (PEP 646: the
+    same), ``typing``'s or ``typing_extensions``' ``Unpack`` under any name it is imported as (not a
+    class of another module that is also called ``Unpack``); None for any other argument.
+
+    An ``Unpack`` without exactly one argument, which mypy reports, unpacks an error ``Any``: an
+    item count that is not known, and not a tuple.
+    """
+    if isinstance(arg, UnpackType):
+        return arg.type
+    if not (isinstance(arg, UnboundType) and isinstance(api, TypeAnalyser)):
+        return None
+    symbol = api.lookup_qualified(arg.name, arg, suppress_errors=True)
+    if symbol is None or symbol.fullname not in UNPACK_TYPE_NAMES:
+        return None
+    return arg.args[0] if len(arg.args) == 1 else AnyType(TypeOfAny.from_error)
+
+
+def _raw_dimension(
+    arg: Type, int_type: Instance, fail: Callable[[str], None], api: TypeAnalyzerPluginInterface
+) -> Type | None:
     """Turn a bare literal argument into ``Literal[n]``; report anything that is not an int >= 0.
 
     Returns the argument to analyze further, or None after reporting it through ``fail``.
@@ -631,9 +654,10 @@ def _raw_dimension(arg: Type, int_type: Instance, fail: Callable[[str], None]) -
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         fail(_render_dimension(arg))
         return None
-    inner = arg.type if isinstance(arg, UnpackType) else None
+    inner = _unpacked(arg, api)
     if isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple"):
-        fail("*tuple[...]")  # mypy would open a fixed one up; the runtime Shape refuses both
+        # mypy would open a fixed one up; the runtime Shape refuses both (either spelling)
+        fail(f"{arg.name}[tuple[...]]" if isinstance(arg, UnboundType) else "*tuple[...]")
         return None
     if not isinstance(arg, RawExpressionType):
         return arg
@@ -663,7 +687,7 @@ def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
         api.fail(f"Invalid Shape dimension {rendered}: {SHAPE_EXPECTED}", ctx.context, code=SHAPE)
 
     int_type = api.named_type("builtins.int", [])
-    args = [_raw_dimension(arg, int_type, fail) for arg in ctx.type.args]
+    args = [_raw_dimension(arg, int_type, fail, api) for arg in ctx.type.args]
     kept = [arg for arg in args if arg is not None]
     if bad:
         return AnyType(TypeOfAny.from_error)
@@ -699,23 +723,24 @@ def _written(typ: Type) -> str:
     return str(typ)
 
 
-def _argument_count(args: Sequence[Type]) -> int | None:
+def _argument_count(args: Sequence[Type], api: TypeAnalyzerPluginInterface) -> int | None:
     """How many type arguments ``args`` stand for: an unpacked fixed tuple counts its items
-    (``Trainer[*tuple[Shape[3], Shape[1]]]`` is two); None for any other unpacked argument
-    (``*Ts``, ``*tuple[X, ...]``, an alias), whose count is not known before analysis."""
+    (``Trainer[*tuple[Shape[3], Shape[1]]]`` and ``Trainer[Unpack[tuple[Shape[3], Shape[1]]]]`` are
+    two); None for any other unpacked argument (``*Ts``, ``*tuple[X, ...]``, an alias), whose count
+    is not known before analysis."""
     count = 0
     for arg in args:
-        if not isinstance(arg, UnpackType):
+        inner = _unpacked(arg, api)
+        if inner is None:
             count += 1
             continue
-        inner = arg.type
         if not (isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple")):
             return None
         if inner.empty_tuple_index:  # *tuple[()]
             continue
         if any(isinstance(item, EllipsisType) for item in inner.args):
             return None
-        items = _argument_count(inner.args)
+        items = _argument_count(inner.args, api)
         if items is None:
             return None
         count += items
@@ -726,7 +751,7 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
     """Analyze ``Trainer[...]``; report fewer than two type arguments (the rest would be ``Any``)."""
     api = ctx.api
     written = ctx.type
-    count = _argument_count(written.args)
+    count = _argument_count(written.args, api)
     if count is None:  # ``*Ts`` or ``*tuple[X, ...]``: mypy's business (the count is unknown here)
         count = len(TRAINER_PARAMETERS)
     bare = not written.args and not written.empty_tuple_index  # ``Trainer[()]`` is written out

@@ -6,7 +6,9 @@
 """
 
 from enum import IntEnum
-from typing import Any, Literal, NewType, TypeVar, assert_type, cast
+from typing import Any, Literal, NewType, TypeVar, TypeVarTuple, Unpack, assert_type, cast
+
+import typing_extensions
 
 from torchlean import nn
 from torchlean.shapes import Shape, check_dims
@@ -41,6 +43,15 @@ bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expec
 bad_enum: Shape[Literal[Color.RED]]  # E: Invalid Shape dimension Literal[Color.RED]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_union: Shape[Literal[3, 4]]  # E: Invalid Shape dimension Literal[3, 4]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_spelled: Shape[Unpack[tuple[Literal[3]]]]  # E: Invalid Shape dimension Unpack[tuple[...]]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_extensions: Shape[2, typing_extensions.Unpack[tuple[Literal[3]]]]  # E: Invalid Shape dimension typing_extensions.Unpack[tuple[...]]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+
+# Unpack[Ts] is *Ts: a shape of any rank.
+Ts = TypeVarTuple("Ts")
+
+
+def any_rank(shape: Shape[Unpack[Ts]], batched: Shape[Any, typing_extensions.Unpack[Ts]]) -> None:
+    """Accepted, as Shape[*Ts] and Shape[Any, *Ts] are."""
 
 # An argument mypy itself refuses gets mypy's error only.
 Unbound = TypeVar("Unbound")

@@ -6,7 +6,11 @@ One argument is reported always; a bare ``Trainer`` where ``disallow_any_generic
 ``strict``). ``Trainer[Any, Any]`` opts out explicitly.
 """
 
+import typing
 from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast
+from typing import Unpack as Spread
+
+import typing_extensions
 
 import torchlean.trainer as trainer_module
 from torchlean import nn
@@ -38,6 +42,10 @@ def unpacked_one(trainer: Trainer[*tuple[Shape[3]]]) -> None:  # E: Type "Traine
     """An unpacked tuple counts its items: one here."""
 
 
+def spelled_one(trainer: Trainer[typing.Unpack[tuple[Shape[3]]]]) -> None:  # E: Type "Trainer[typing.Unpack[tuple[Shape[3]]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """``Unpack[...]`` is ``*`` (PEP 646): one item again."""
+
+
 one_argument_alias: TypeAlias = "Trainer[Shape[3]]"  # E: Type "Trainer[Shape[3]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 
 
@@ -64,6 +72,15 @@ def unpacked(trainer: Trainer[*tuple[Shape[4], Shape[3]]], other: Trainer[Shape[
     """Both arguments, unpacked from a tuple: the same type as Trainer[Shape[4], Shape[3]]."""
 
 
+def spelled_unpacked(
+    trainer: Trainer[typing.Unpack[tuple[Shape[4], Shape[3]]]],
+    extensions: Trainer[typing_extensions.Unpack[tuple[Shape[4], Shape[3]]]],
+    renamed: Trainer[Shape[4], Spread[tuple[Shape[3]]]],
+    quoted: "Trainer[Spread[tuple[Spread[tuple[Shape[4], Shape[3]]]]]]",
+) -> None:
+    """``Unpack[...]``, from typing or typing_extensions and under any name, is ``*`` (PEP 646)."""
+
+
 class Holder(Generic[In]):
     def __init__(self, trainer: Trainer[In, In]) -> None:
         self.trainer = trainer
@@ -71,6 +88,14 @@ class Holder(Generic[In]):
 
 class ShapedSubclass(Trainer[Shape[Literal[3]], Any]):
     """Both arguments given."""
+
+
+class Unpack(Generic[In]):
+    """A class of this module that is also called Unpack unpacks nothing: one argument."""
+
+
+def own_unpack(trainer: Trainer[Unpack[tuple[Shape[4], Shape[3]]]]) -> None:  # E: Type "Trainer[Unpack[tuple[Shape[4], Shape[3]]]]" leaves Out as Any, so shapes are not checked: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+    """Reported as any other one-argument Trainer."""
 
 
 inferred = Trainer(nn.linear(4, 9))  # Trainer[Any, Any], inferred
