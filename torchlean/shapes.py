@@ -32,6 +32,8 @@ from typing import (
     Unpack,
 )
 
+import typing_extensions
+
 from torchlean.backend.errors import TorchLeanError
 
 if TYPE_CHECKING:  # annotations only: this module imports neither numpy nor torch
@@ -88,7 +90,7 @@ def _subscript_dimension(item: object) -> object:
     origin = typing.get_origin(item)
     if origin is Annotated:  # an axis name such as Annotated[Literal[3], "rows"]
         return _subscript_dimension(typing.get_args(item)[0])
-    if origin is Unpack:
+    if origin is Unpack or origin is typing_extensions.Unpack:  # not the same object before Python 3.12
         if all(isinstance(inner, TypeVarTuple) for inner in typing.get_args(item)):
             return item
     elif origin is Literal:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar, TypeVarTuple, Unpack, get_a
 
 import numpy as np
 import pytest
+import typing_extensions
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -106,6 +107,17 @@ def test_type_variables_are_kept() -> None:
     """Generic code writes ``Shape[N]`` and ``Shape[*Ts]``; both subscript and keep their argument."""
     assert get_args(shape(N, 3)) == (N, 3)
     assert get_args(shape(Unpack[TS])) == (Unpack[TS],)
+
+
+def test_typing_extensions_unpack_is_unpack() -> None:
+    """``typing_extensions.Unpack`` (a distinct object before Python 3.12) is ``*`` as for mypy:
+    ``Shape[Unpack[Ts]]`` is kept and substitutes, ``Shape[Unpack[tuple[...]]]`` is refused."""
+    spelled = typing_extensions.Unpack
+    assert get_args(shape(3, spelled[TS])) == (3, spelled[TS])
+    assert shape(spelled[TS])[Literal[2], Literal[5]] == shape(Literal[2], Literal[5])
+    shown = r"(\*tuple\[int\]|typing(_extensions)?\.Unpack\[tuple\[int\]\])"
+    with pytest.raises(ShapeSpecError, match=rf"^invalid Shape dimension {shown}: "):
+        shape(spelled[tuple[int]])
 
 
 @pytest.mark.parametrize("dim", [np.int64(3), np.int32(3), np.uint8(3)], ids=repr)
