@@ -260,13 +260,16 @@ def _after_command(words: list[str], command: str | None, extra: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``torchlean`` console script; returns the exit status.
+    """The command line; returns the exit status (the ``torchlean`` process runs it through
+    :func:`console_main`).
 
     No command (``torchlean`` alone) is a usage error like any other: one line ``error: a command
     is required (choose from 'capsules', ...; torchlean --help describes them)`` on stderr, exit
     status 2 (``torchlean --help`` prints the help, exit status 0). Ctrl-C at any point after this
     module is imported, the commands' own imports included, is ``error: interrupted``, exit
-    status 130. An output that cannot take the writes (``> /dev/full``, or standard output closed,
+    status 130, until the command marks its status final (:func:`_completion.completed`, once its
+    outputs are written): a Ctrl-C after that returns the status (review128 F3). An output that
+    cannot take the writes (``> /dev/full``, or standard output closed,
     ``>&-``, checked before the command runs; a character its encoding cannot write) is
     ``error: cannot write the output: <reason>``, exit status 2. Standard error is best effort:
     where it cannot be written (``2>&-``, ``2>/dev/full``) the notes, progress bars and error
@@ -282,14 +285,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--save`` SIGINT, SIGTERM and SIGHUP are handled by the run while it trains (the previous
     handlers restored after).
     """
+    from torchlean.cli import _completion
     from torchlean.cli._stderr import best_effort_stderr
 
+    _completion.reset()
     with best_effort_stderr():  # 2>&- or 2>/dev/full: the run still writes its results (review103 F1)
         try:
             return _run(argv)
         except KeyboardInterrupt:
+            final = _completion.final_status()
+            if final is not None:  # the command's outputs were all written (review128 F3)
+                return final
             print("error: interrupted", file=sys.stderr)
             return 130
+
+
+def console_main() -> int:
+    """The ``torchlean`` process (the console script and ``python -m torchlean``): :func:`main`,
+    then SIGINT ignored for the interpreter's shutdown, where a Ctrl-C after the command's last
+    line printed a ``KeyboardInterrupt`` traceback from an ``atexit`` handler or killed the
+    process by the signal (review128 F3). Its exit status is ``main``'s; a Ctrl-C that stops
+    ``main`` before its own handler is set up is ``error: interrupted``, exit status 130."""
+    from torchlean.cli import _completion
+
+    status: int | None = None
+    try:
+        status = main()
+        _completion.ignore_sigint()
+    except KeyboardInterrupt:
+        _completion.ignore_sigint()
+        if status is None:  # main itself was stopped before its handler (its first import)
+            print("error: interrupted", file=sys.stderr)
+            return 130
+    return status
 
 
 def _run(argv: Sequence[str] | None) -> int:

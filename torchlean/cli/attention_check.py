@@ -19,6 +19,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchlean.cli._args import int_at_least
+from torchlean.cli._completion import completed
 from torchlean.cli._output import (
     check_writable,
     is_stdout,
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     naming stdout (``/dev/stdout``), the table and verdict go to stderr."""
     json_on_stdout = is_stdout(args.json)  # before report_beside moves sys.stdout
     with report_beside(args.json):
-        return _run(args, json_on_stdout)
+        return completed(_run(args, json_on_stdout))  # outputs written (review128 F3)
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
@@ -106,5 +107,6 @@ def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
         _write_json(args.json, report, quick=args.quick, seed=args.seed)
         if not json_on_stdout:  # as predict: stdout carries the record itself
             print(f"wrote {shown_path(args.json)}")
+    status = completed(0 if report.passed else 1)  # every output written; the verdict is the last line
     print(report.verdict())
-    return 0 if report.passed else 1
+    return status

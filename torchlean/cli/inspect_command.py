@@ -54,6 +54,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli import _resume
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
+from torchlean.cli._completion import completed
 from torchlean.cli._output import (
     LINE_LIMIT,
     STDOUT,
@@ -443,7 +444,9 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         if args.report_json is not None:
             write_json_record(args.report_json, record)
+            completed(0)  # every output written: a Ctrl-C from here changes nothing (review128 F3)
             if not json_on_stdout:  # as predict: no wrote line for standard output (review64 F6)
                 print(f"wrote {shown_path(args.report_json)}")
+        completed(0)  # the report printed: a Ctrl-C while report_beside closes changes nothing
     sys.stdout.flush()
     return 0

@@ -143,6 +143,7 @@ from torchlean.cli._args import (
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._checkpoint_input import csv_refusal
+from torchlean.cli._completion import completed
 from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     STDOUT,
@@ -980,7 +981,7 @@ def run(args: argparse.Namespace) -> int:
     # digest is compared with the run's, as train --resume compares it (review63 F3)
     with reader_may_leave(files), report_beside(args.report_json), contextlib.redirect_stderr(notes), \
             stdin_read_once():
-        return _run(args, json_on_stdout, notes.lines)
+        return completed(_run(args, json_on_stdout, notes.lines))  # outputs written (review128 F3)
 
 
 class _NoteRecorder(io.TextIOBase):
@@ -1311,6 +1312,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     preference_notes = print_capsules_used(selected, trainer.profile, out, trainer.config.execution,
                                            len(trainer.selected_outside_graph))
     if args.output is not None:
+        if args.report_json is None:  # every output written: this line is the last (review128 F3)
+            completed(0)
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:
         assert compared is not None
@@ -1338,6 +1341,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             "capsules": [report.audit_to_json(k.audit()) for k in selected],
             "preference_notes": list(preference_notes),
         })
+        completed(0)  # every output written: a Ctrl-C from here changes nothing (review128 F3)
         if not json_on_stdout:
             print(f"wrote {shown_path(args.report_json)}", file=out)
     return 0

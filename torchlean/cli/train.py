@@ -119,6 +119,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
+from torchlean.cli._completion import completed
 from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     check_distinct,
@@ -899,7 +900,7 @@ def run(args: argparse.Namespace) -> int:
     files = [shown_path(path) for path in outputs if path is not None and not is_stdout(path)]
     with reader_may_leave(files), report_beside(args.report_json, args.save), \
             _resume.interruptible(args.save is not None) as stop:
-        return _run(args, json_on_stdout, stop)
+        return completed(_run(args, json_on_stdout, stop))  # outputs written (review128 F3)
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:

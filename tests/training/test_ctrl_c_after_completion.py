@@ -1,0 +1,142 @@
+"""Ctrl-C after a command's outputs are written (review128 F3): a finished, saved run was
+reported as ``error: interrupted`` (exit 130) when the Ctrl-C landed while the command's context
+managers closed, and during the interpreter's shutdown it printed a ``KeyboardInterrupt``
+traceback from an ``atexit`` handler or killed the process by SIGINT. The interrupt is simulated
+where it lands (no timing): right after the command marks its status final, and from an
+``atexit`` handler."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import torchlean.cli as cli
+from torchlean.cli import _completion, attention_check, inspect_command, predict
+
+
+def _interrupt_after(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
+    """``module.completed`` marks the status, then a Ctrl-C lands at once."""
+
+    def completed_then_ctrl_c(status: int) -> int:
+        _completion.completed(status)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "completed", completed_then_ctrl_c)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("run") / "iris.npz"
+    assert cli.main(["train", "--dataset", "iris", "--epochs", "1", "--save", str(path)]) == 0
+    return path
+
+
+@pytest.mark.parametrize("report", [False, True], ids=["output", "output+report"])
+def test_predict_finished_then_ctrl_c_keeps_status_0_and_the_files(
+    report: bool, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    capsys.readouterr()
+    _interrupt_after(monkeypatch, predict)
+    output, record = tmp_path / "p.csv", tmp_path / "p.json"
+    argv = ["predict", str(checkpoint), "--dataset", "iris", "--output", str(output)]
+    assert cli.main(argv + (["--report-json", str(record)] if report else [])) == 0
+    assert "error: interrupted" not in capsys.readouterr().err
+    assert len(output.read_text().splitlines()) == 151  # the header and one row per iris sample
+    assert record.exists() is report
+
+
+def test_inspect_finished_then_ctrl_c_keeps_status_0(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    capsys.readouterr()
+    _interrupt_after(monkeypatch, inspect_command)
+    record = tmp_path / "i.json"
+    assert cli.main(["inspect", str(checkpoint), "--report-json", str(record)]) == 0
+    assert "error: interrupted" not in capsys.readouterr().err
+    assert record.stat().st_size > 0
+
+
+def test_attention_check_finished_then_ctrl_c_keeps_its_verdict_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _interrupt_after(monkeypatch, attention_check)
+    record = tmp_path / "a.json"
+    status = cli.main(["attention-check", "--quick", "--no-progress", "--json", str(record)])
+    assert status == 0  # PASS
+    assert "error: interrupted" not in capsys.readouterr().err
+    assert record.stat().st_size > 0
+
+
+def test_ctrl_c_before_completion_is_still_interrupted(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mark of an earlier call does not carry over: a Ctrl-C before this call's outputs are
+    written is ``error: interrupted``, exit 130."""
+    capsys.readouterr()
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    _completion.completed(0)  # as an earlier in-process command left it
+    monkeypatch.setattr(predict, "_write", interrupted)
+    argv = ["predict", str(checkpoint), "--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err.endswith("error: interrupted\n")
+
+
+def test_console_main_ignores_sigint_after_main(monkeypatch: pytest.MonkeyPatch) -> None:
+    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    try:
+        assert cli.console_main() == 3
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_console_main_interrupted_before_main_handles_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    previous = signal.getsignal(signal.SIGINT)
+
+    def stopped() -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "main", stopped)
+    try:
+        assert cli.console_main() == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+
+_SHUTDOWN = """
+import atexit, os, signal, sys
+atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))  # a Ctrl-C during the shutdown
+sys.argv = ["torchlean", "capsules"]
+from torchlean.cli import console_main
+raise SystemExit(console_main())
+"""
+
+
+def test_ctrl_c_during_the_interpreter_shutdown_is_ignored(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _SHUTDOWN], capture_output=True, text=True, cwd=tmp_path,
+                          check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "reference.relu" in done.stdout
+
+
+def test_python_m_torchlean_and_the_console_script_run_console_main() -> None:
+    import tomllib
+
+    import torchlean.__main__ as entry
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    assert scripts == {"torchlean": "torchlean.cli:console_main"}
+    assert entry.console_main is cli.console_main
