@@ -889,3 +889,36 @@ def test_a_hung_up_terminal_is_silenced_so_the_run_goes_on_to_save(monkeypatch):
     stop.arm()
     stop.handle(signal.SIGHUP, None)  # no exception: the run stops at the end of its epoch
     assert stop.requested and stop.exit_status == 128 + signal.SIGHUP and moved == [2]
+
+
+_INTERRUPT_EPOCH_2 = """
+import signal, sys
+from torchlean.cli import main
+from torchlean.trainer import Trainer
+original = Trainer.fit
+def fit(self, *args, **kwargs):
+    if self.epochs_done == 1:
+        signal.raise_signal(signal.SIGINT)
+    return original(self, *args, **kwargs)
+Trainer.fit = fit
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_note_of_a_standard_input_run_says_to_pipe_the_data_in(tmp_path: Path) -> None:
+    """review128 F5: the continue-with command of a run that read standard input left out the
+    data, so pasted into a terminal it was refused (``standard input is a terminal here``). A
+    process of its own, as standard input is read from file descriptor 0."""
+    import subprocess
+
+    rows = "".join(f"{i % 3},{i / 10:.1f},{(i * 7) % 5}\n" for i in range(60))
+    stopped = tmp_path / "stdin.npz"
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_EPOCH_2, "train", "--dataset", "-", "--epochs", "4", "--save",
+         str(stopped)], input="y,a,b\n" + rows, capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"note: interrupted after epoch 2/4; continue with: torchlean train --resume {stopped} --save "
+        f"{stopped} < FILE (the data this run read from standard input)"
+    )

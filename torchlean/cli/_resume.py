@@ -1404,8 +1404,11 @@ class Stop:
             return 0
         saved = shlex.quote(shown_path(args.save))  # pasted into a shell as it is (review44 F6)
         how = "" if self.first == "Ctrl-C" else f" by {self.first}"
+        # a run that read standard input reads it again: the command says to pipe the data in (review128 F5)
+        piped = " < FILE (the data this run read from standard input)" if str(args.dataset) in (
+            "-", data.STDIN) else ""
         print(f"note: interrupted{how} after epoch {epochs_done}/{args.epochs}; continue with: torchlean "
-              f"train --resume {saved} --save {saved}", file=sys.stderr)
+              f"train --resume {saved} --save {saved}{piped}", file=sys.stderr)
         return self.exit_status
 
 
