@@ -5,10 +5,11 @@ pandas' index column) and the hints of its refusals (another separator, the labe
 from a :class:`Table` (:func:`~torchlean.data.load`, :func:`~torchlean.data.load_csv`); the cells
 are read by :mod:`torchlean._cells`, the label column found by :mod:`torchlean._labels`.
 
-CSV files: one sample per row; the label column is chosen by name or index (default: the last
-column). Header rule (``header=None``, the default): the first row is a header when one of its
-cells is not a number, or when its cells are exactly the column positions ``0,1,...,n-1`` (the
-header ``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
+CSV files: one sample per row (empty lines skipped, a row of blank cells refused: :func:`read_csv`);
+the label column is chosen by name or index (default: the last column). Header rule
+(``header=None``, the default): the first row is a header when one of its cells is not a number,
+or when its cells are exactly the column positions ``0,1,...,n-1`` (the header
+``pandas.DataFrame(array).to_csv(index=False)`` writes; its names equal the indices, so
 ``label_column="2"`` and ``label_column=2`` agree); any other all-numbers first row is data.
 Either all-numbers decision is a guess, reported in :attr:`torchlean.data.Dataset.header_note`, and
 so is a header read from a row with one text cell among numbers (``1,2,3,4,setosa``: the first
@@ -93,7 +94,7 @@ from torchlean._rows import Rows, blocks, lengths
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["STDIN", "Table", "check_file", "read_csv", "stdin_read_once"]
+__all__ = ["STDIN", "BlankRowError", "Table", "check_file", "read_csv", "stdin_read_once"]
 
 Array: TypeAlias = npt.NDArray[Any]
 
@@ -109,8 +110,9 @@ class Table:
 
     ``names`` has one entry per column: the first row's cells (blanks around them stripped) when
     it is a header, else ``column_<i>``; ``first_row`` is the file's first row as read; ``rows``
-    are the data rows as read (blank rows skipped); ``lines`` the file line on which each of them
-    starts (blank lines and cells holding line breaks counted, as an editor numbers lines);
+    are the data rows as read (empty lines skipped; :func:`read_csv` refuses a row of blank cells);
+    ``lines`` the file line on which each of them starts (empty lines and cells holding line breaks
+    counted, as an editor numbers lines);
     ``header_note`` as :attr:`torchlean.data.Dataset.header_note`; ``notes`` what else :func:`read_csv` noted
     (Excel's ``sep=`` line skipped, numpy's ``savetxt`` header ``# a b y`` read as the header, an
     unnamed empty last column dropped from ``names`` and ``rows``, R's row names dropped from
@@ -623,8 +625,13 @@ def read_csv(
     path: str | os.PathLike[str], *, header: bool | None = None, delimiter: str = _delimiter.COMMA
 ) -> Table:
     """Read the CSV file ``path`` into cells (UTF-8, an optional byte-order mark, and more of them
-    starting the file dropped with a note: review115 F6; blank rows skipped), deciding whether its
-    first row is a header by the module docstring's rule.
+    starting the file dropped with a note: review115 F6), deciding whether its first row is a header
+    by the module docstring's rule. An empty line (nothing but blanks; under a one-character
+    ``delimiter``, none of them it) is skipped, as pandas skips it; a row of two or more cells all
+    blank (``,,`` or `` , , ``, as a spreadsheet exports an empty row inside a range, which pandas
+    reads as a row of NaN) is refused by line, as a blank cell beside others is (``,,x``: torchlean
+    reads no missing values), so every row read is a data row of the file (``predict`` writes one
+    prediction per row; review128 F2).
 
     ``delimiter`` separates the cells: ``","`` (the default), ``";"``, ``"\\t"``, ``"|"`` or
     any other single character but a quote (``"`` or ``'``), a line break, a digit, ``.``, ``+``,
@@ -646,7 +653,8 @@ def read_csv(
             (:func:`_text_lines`: a NUL, a binary file's bytes), a quote left open, a file without
             rows or without data rows, a first line starting with ``#`` (a comment line; under
             ``"whitespace"``, not numpy's ``savetxt`` header ``# a b y`` naming a column per cell of
-            the next row, read as the header unless ``header=False``), Excel's ``sep=`` first line
+            the next row, read as the header unless ``header=False``), a row whose cells are all
+            blank (:class:`BlankRowError`, naming its line), Excel's ``sep=`` first line
             naming another separator than ``delimiter`` (the message says which ``delimiter`` to
             give), a bad ``header``, a ``delimiter`` that is not one of the characters accepted
             (naming it, why, and those accepted).
@@ -693,6 +701,8 @@ def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str)
                     starts.append(start)
                     if progress is not None and len(starts) % _PROGRESS_ROWS == 0:
                         _report(progress, handle)
+                elif len(row) > 1:  # ',,': a row of blank cells, not an empty line (review128 F2)
+                    raise BlankRowError(_blank_row(shown, start, row, delimiter))
             if progress is not None:
                 _report(progress, handle)
     except UnicodeDecodeError as error:
@@ -763,6 +773,27 @@ def _read_csv(path: str | os.PathLike[str], header: bool | None, delimiter: str)
     return Table(
         file, tuple(names), has_header, tuple(rows[0]), body, lines, note, tuple(notes), index, delimiter,
         row_names, shown,
+    )
+
+
+class BlankRowError(DataError):
+    """A row of two or more cells, every one of them blank (``,,``, ``" , , "``, ``"" ""`` under
+    ``"whitespace"``), which :func:`read_csv` refuses by line (review128 F2): a file refused only
+    for it still reads as CSV (:func:`torchlean.cli._checkpoint_input.is_csv`)."""
+
+
+def _blank_row(file: str, line: int, row: Sequence[str], delimiter: str) -> str:
+    """The refusal of the ``row`` of blank cells starting on file ``line``: pandas reads such a
+    row as missing values (NaN in every column), and torchlean reads none, as it refuses a blank
+    cell beside others (``,,x``: ``not a number: ''``); an empty line is skipped (review128 F2)."""
+    if delimiter == _delimiter.WHITESPACE:  # only quotes make a blank cell there
+        text = " ".join(f'"{cell}"' for cell in row)
+    else:
+        text = delimiter.join(row)
+    return (
+        f"{file}: line {line}: all {len(row)} cells are blank: {_cell_shown(text)} (a row of missing "
+        "values, as a spreadsheet exports an empty row? torchlean reads none: remove such rows; accepted: "
+        "a value in every cell, or an empty line, which is skipped)"
     )
 
 

@@ -346,7 +346,8 @@ def load(
             datasets; an unknown CSV label column, naming the columns; an unknown ``task``.
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
             datasets) or empty, missing file (or a directory), a file that is not UTF-8, has no
-            rows or no data rows, a row whose cell count differs, a file read as one column (with a
+            rows or no data rows, a row whose cells are all blank (``,,``, line named; an empty line
+            is skipped), a row whose cell count differs, a file read as one column (with a
             hint when another common separator than ``delimiter`` splits it), non-numeric or
             non-finite feature cell (a decimal comma named as such), a regression label beyond
             float64's range or a blank label cell (line and column named), labels mixing numbers

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from torchlean import checkpoint, data
+from torchlean._csv import BlankRowError
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import shown_path
 
@@ -16,9 +17,12 @@ __all__ = ["csv_refusal", "is_csv", "load"]
 
 
 def is_csv(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` reads as a CSV file of two or more columns (:func:`torchlean.data.read_csv`)."""
+    """Whether ``path`` reads as a CSV file of two or more columns (:func:`torchlean.data.read_csv`;
+    one refused only for a row of blank cells, two or more, is one: review128 F2)."""
     try:
         return len(data.read_csv(path).names) >= 2
+    except BlankRowError:
+        return True
     except TorchLeanError:
         return False
 
