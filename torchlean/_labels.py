@@ -22,7 +22,9 @@ is a class of its own is refused (no test row's class would be trained on), nami
 numbers and non-numbers (a target with missing values such as ``NA``, ``?`` or ``null``) is
 refused, naming its first non-number and how many labels are numbers: no missing value is read
 (remove such rows), and, when the numbers are all whole (class ids among names?),
-``task='classification'`` reads every label as a class name. A label column holding cells written
+``task='classification'`` reads every label as a class name (``nan`` labels are missing values
+there, not numbers: counted apart, and named first when no other label is a number; review128 F8).
+A label column holding cells written
 with decimal commas (under another delimiter than the comma) is refused unless ``task`` is given.
 Blank labels are left out of that decision and refused by line and column under either task
 (``not a number: ''``, ``not a class label: ''``). Class names equal in Unicode NFC form
@@ -174,18 +176,8 @@ def _labels(
     filled = [r for r, v in enumerate(labels) if v]
     text = [r for r in filled if not numeric[r]]
     if task is None and text and len(text) < len(filled):  # a quantity with missing values, or classes?
-        r, count = text[0], len(filled) - len(text)
-        whole = all(_integral(labels[i]) for i in filled if numeric[i])
-        way_out = (
-            "; pass task='classification' (CLI: --task classification) to read every label as a class "
-            "name" if whole else
-            " (the numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
-        )
-        raise DataError(
-            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
-            f"{_not_a_number(cells[r], delimiter, missing=False)}, but {count} of the {len(labels)} labels "
-            f"are numbers: torchlean reads no missing values (remove such rows){way_out}"
-        )
+        _refuse_mixed(file, column, cells, labels, [r for r in filled if numeric[r]], text, first_line,
+                      delimiter)
     comma = next((r for r in text if _decimal_comma(labels[r], delimiter) is not None), None)
     if task is None and comma is not None:  # a quantity written with decimal commas, or classes?
         raise DataError(
@@ -432,6 +424,50 @@ _WHOLE_LIMIT = 2.0**53
 """A number label of this magnitude or more is no whole number to the task inference: every float64
 of it is an integer (its spacing is 2 or more), so ``-2.3e30`` is "whole" trivially, and a float64
 cannot hold class ids of that size exactly (2**53 + 1 is no float64)."""
+
+
+def _refuse_mixed(
+    file: str,
+    column: str,
+    cells: Sequence[str],
+    labels: Sequence[str],
+    numbers: Sequence[int],
+    text: Sequence[int],
+    first_line: Lines,
+    delimiter: str,
+) -> None:
+    """Refuse the label ``cells`` (``labels`` stripped) of a column mixing numbers (the rows
+    ``numbers``) and non-numbers (``text``, non-blank), read without a task: a quantity with missing
+    values, or class ids beside class names? The first non-number is named, and how many labels are
+    numbers. A NaN label (``nan``, a number to Python) is a missing value, not a number there
+    (review128 F8): when every number is NaN, the first NaN is named as the missing value; else
+    the NaN labels are counted apart and whether the other numbers are whole decides the advice.
+
+    Raises:
+        DataError: always.
+    """
+    nans = [r for r in numbers if math.isnan(float(labels[r]))]
+    if len(nans) == len(numbers):  # 'nan' beside names: missing values, not a quantity
+        r = nans[0]
+        raise DataError(
+            f"{file}: line {_line(first_line, r)}, column {display_name(column)}: not a finite number: "
+            f"{_cell_shown(cells[r])} (a missing value: {len(nans)} of the {len(labels)} labels are NaN, "
+            f"and the others are not numbers, {_cell_shown(cells[text[0]])} on line "
+            f"{_line(first_line, text[0])} the first): torchlean reads no missing values (remove such rows)"
+        )
+    r, count = text[0], len(numbers) - len(nans)
+    whole = all(_integral(labels[i]) for i in numbers if i not in nans)
+    way_out = (
+        "; pass task='classification' (CLI: --task classification) to read every label as a class "
+        "name" if whole else
+        " (the numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
+    )
+    nan = f", and {len(nans)} {'is' if len(nans) == 1 else 'are'} NaN, a missing value too" if nans else ""
+    raise DataError(
+        f"{file}: line {_line(first_line, r)}, column {display_name(column)}: "
+        f"{_not_a_number(cells[r], delimiter, missing=False)}, but {count} of the {len(labels)} labels "
+        f"are numbers{nan}: torchlean reads no missing values (remove such rows){way_out}"
+    )
 
 
 def _integral(cell: str) -> bool:

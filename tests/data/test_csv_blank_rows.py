@@ -5,6 +5,9 @@ line (nothing but blanks, none of them the delimiter) is still skipped, as panda
 rows after it keep their file line numbers (review128 F2). Before, such a row was dropped silently,
 so ``predict`` wrote fewer predictions than the file has rows.
 
+Labels written ``nan`` beside class names are missing values, not numbers: the refusal of the
+mixed label column says so instead of calling the column a quantity (review128 F8).
+
 Oracles: messages written out by hand; the row count and line numbers of the file as written.
 """
 
@@ -118,3 +121,42 @@ def test_a_single_blank_cell_line_is_an_empty_line(tmp_path: Path) -> None:
     splits into no cells of a many-column file."""
     path = _write(tmp_path, 'a,b,y\n1,2,x\n""\n3,4,y\n')
     assert data.read_csv(path).lines == (2, 4)
+
+
+# ---------------------------------------------------------------------------------------- F8
+
+
+def test_nan_labels_beside_class_names_are_missing_values(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a,b,y\n1,2,nan\n2,3,cat\n3,4,nan\n4,5,cat\n5,6,NaN\n6,7,cat\n")
+    with pytest.raises(DataError) as info:
+        data.load(path, seed=0)
+    assert str(info.value) == (
+        f"{path}: line 2, column y: not a finite number: 'nan' (a missing value: 3 of the 6 labels are NaN, "
+        "and the others are not numbers, 'cat' on line 3 the first): torchlean reads no missing values "
+        "(remove such rows)"
+    )
+    # what is refused is unchanged: read as class names, 'nan' is one (as before)
+    assert data.load(path, task="classification", seed=0).class_names == ("NaN", "cat", "nan")
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        # whole numbers beside names and a NaN: class ids among names, as without the NaN
+        (["1", "cat", "nan", "2", "1", "cat"],
+         "line 3, column y: not a number: 'cat', but 3 of the 6 labels are numbers, and 1 is NaN, a missing "
+         "value too: torchlean reads no missing values (remove such rows); pass task='classification' "
+         "(CLI: --task classification) to read every label as a class name"),
+        # a quantity with missing values written NA and nan
+        (["1.5", "NA", "nan", "2", "nan", "3"],
+         "line 3, column y: not a number: 'NA', but 3 of the 6 labels are numbers, and 2 are NaN, a missing "
+         "value too: torchlean reads no missing values (remove such rows) (the numbers are not all whole: "
+         "a quantity, whose rows without one cannot be trained on)"),
+    ],
+    ids=["class-ids", "quantity"],
+)
+def test_nan_labels_are_counted_apart_from_numbers(tmp_path: Path, labels: list[str], message: str) -> None:
+    path = _write(tmp_path, "a,b,y\n" + "".join(f"{i},{i % 2},{y}\n" for i, y in enumerate(labels)))
+    with pytest.raises(DataError) as info:
+        data.load(path, seed=0)
+    assert str(info.value) == f"{path}: {message}"

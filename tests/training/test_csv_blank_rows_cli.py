@@ -1,7 +1,8 @@
 """``torchlean train``, ``predict`` and ``inspect`` on a CSV file with a row whose cells are all
 blank (``,,``, a spreadsheet's empty row): refused by line as one ``error:`` line, exit status 2,
 as a row with one blank cell is, from a file and from standard input; empty lines are still
-skipped, so ``predict`` writes one prediction per data row (review128 F2). The Python side is
+skipped, so ``predict`` writes one prediction per data row (review128 F2). Labels written ``nan``
+beside class names are named as missing values (review128 F8). The Python side is
 tests/data/test_csv_blank_rows.py.
 """
 
@@ -95,3 +96,22 @@ def test_standard_input_refuses_a_row_of_blank_cells(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"error: standard input (-): line 3: all 3 cells are blank: ',,' {ADVICE}\n"
+
+
+def test_nan_labels_are_named_as_missing_values(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write(tmp_path, "lnan.csv", "a,b,y\n1,2,nan\n2,3,cat\n3,4,nan\n4,5,cat\n5,6,nan\n6,7,cat\n")
+    _refused(
+        capsys,
+        f"{path}: line 2, column y: not a finite number: 'nan' (a missing value: 3 of the 6 labels are NaN, "
+        "and the others are not numbers, 'cat' on line 3 the first): torchlean reads no missing values "
+        "(remove such rows)",
+        "train", "--dataset", str(path), *TRAIN,
+    )
+    ids = _write(tmp_path, "ids.csv", "a,b,y\n1,2,1\n2,3,cat\n3,4,nan\n4,5,2\n5,6,1\n6,7,cat\n")
+    _refused(
+        capsys,
+        f"{ids}: line 3, column y: not a number: 'cat', but 3 of the 6 labels are numbers, and 1 is NaN, a "
+        "missing value too: torchlean reads no missing values (remove such rows); pass --task classification "
+        "to read every label as a class name",
+        "train", "--dataset", str(ids), *TRAIN,
+    )
