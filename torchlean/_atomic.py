@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["replace_file", "umask"]
+__all__ = ["check_replaceable", "replace_file", "umask"]
 
 _STREAMS = ("dev", "proc")
 """Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
@@ -55,6 +55,35 @@ def _target(path: Path) -> Path | None:
     return real
 
 
+def _temporary(target: Path) -> IO[bytes]:
+    """A new, empty temporary file beside ``target``, ``.<name>.<random>.tmp``, open for writing:
+    what :func:`replace_file` writes and renames over ``target`` (and :func:`check_replaceable`
+    creates and removes), left in place when closed."""
+    return tempfile.NamedTemporaryFile(
+        "wb", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+    )
+
+
+def check_replaceable(path: Path) -> None:
+    """Create and remove the temporary file :func:`replace_file` would create for ``path`` (nothing
+    for a path it writes in place), so that a folder which takes no new file (no write permission,
+    an immutable or read-only one) or a name too long for the temporary file's longer name is found
+    before a command does its work, also when ``path`` exists and could itself be written
+    (review128 F1). The parent folder must exist.
+
+    Raises:
+        OSError: the temporary file cannot be created (or removed).
+    """
+    target = _target(path)
+    if target is None:
+        return
+    handle = _temporary(target)
+    try:
+        handle.close()
+    finally:
+        os.unlink(handle.name)
+
+
 def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Call ``write`` with a binary file open for writing, whose bytes become ``path``'s once it
     returns: a temporary file beside the target (``.<name>.<random>.tmp``) renamed over it, with
@@ -75,9 +104,7 @@ def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
         return
     temporary: Path | None = None
     try:
-        with tempfile.NamedTemporaryFile(
-            "wb", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
-        ) as handle:
+        with _temporary(target) as handle:
             temporary = Path(handle.name)
             write(handle)
             handle.flush()

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
-from torchlean._atomic import replace_file
+from torchlean._atomic import check_replaceable, replace_file
 from torchlean._csv import STDIN_SHOWN
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -155,7 +155,11 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     """Refuse ``path`` unless a file can be written there. The probe creates the missing parent
     folders and the file, then removes what it created, so a run that fails later leaves nothing
     behind (the writer creates them again: :func:`make_parents`); an existing file is left as it
-    is (opened for appending, nothing written). An existing device or pipe (``/dev/stdout``, a
+    is (opened for appending, nothing written). It then creates and removes the temporary file
+    that the writer writes beside the file and renames over it
+    (:func:`torchlean._atomic.check_replaceable`), so an existing file in a folder that takes no new
+    file, or a name too long for the temporary file's name, is refused here too, not after the
+    work (review128 F1). An existing device or pipe (``/dev/stdout``, a
     FIFO, a shell's ``>(...)``) is checked for write permission only, never opened (a FIFO's
     reader would see the probe's close as the end of the data). ``regular``: the output replaces
     the file (a checkpoint is written beside it and renamed over it), so an existing path that is
@@ -198,6 +202,7 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             pass
         if not existed:
             target.unlink()
+        check_replaceable(path)
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
     finally:

@@ -1,0 +1,131 @@
+"""review128 F1: the check before a command's work creates (and removes) the temporary file that the
+writer (``torchlean._atomic.replace_file``) creates beside an output and renames over it. An
+existing output file in a folder that takes no new file was passed by the check (the file itself
+could be opened), so the run did all its work and was lost at save time; now it is refused up
+front with the one-line error a new path in that folder gets, and nothing is left in the folder."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_runs import cli
+
+from torchlean import _atomic
+from torchlean.backend.errors import TorchLeanError
+from torchlean.cli._output import check_writable
+
+_TRAIN = ["train", "--dataset", "iris", "--hidden", "4", "--epochs", "1"]
+
+
+@contextlib.contextmanager
+def _closed(folder: Path) -> Iterator[None]:
+    """``folder`` takes no new file while inside: without write permission for a user; for root,
+    who may write anything, made immutable (``chattr +i``), else the test is skipped."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("root, and the folder cannot be made immutable (chattr) here")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+
+
+@pytest.fixture
+def saved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = tmp_path / "m.npz"
+    assert cli(capsys, *_TRAIN, "--save", str(path))[0] == 0
+    return path
+
+
+@pytest.mark.parametrize(("argv", "what", "name"), [
+    ([*_TRAIN, "--save", "{out}"], "--save", "x.npz"),
+    ([*_TRAIN, "--report-json", "{out}"], "--report-json", "x.json"),
+    (["predict", "{saved}", "--dataset", "iris", "--output", "{out}"], "--output", "p.csv"),
+    (["predict", "{saved}", "--dataset", "iris", "--output", "{tmp}/p.csv", "--report-json", "{out}"],
+     "--report-json", "x.json"),
+    (["inspect", "{saved}", "--report-json", "{out}"], "--report-json", "x.json"),
+    (["attention-check", "--quick", "--no-progress", "--json", "{out}"], "the JSON report to", "x.json"),
+    (["train", "--resume", "{out}", "--epochs", "2", "--save", "{out}"], "--save", "r.npz"),
+])
+def test_an_existing_output_in_a_closed_folder_is_refused_before_the_work(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, saved: Path, argv: list[str], what: str,
+        name: str) -> None:
+    folder = tmp_path / "closed"
+    folder.mkdir()
+    out = folder / name
+    shutil.copyfile(saved, out)  # a checkpoint, so that --resume reads it; any bytes for the others
+    before = out.read_bytes()
+    words = [word.format(out=out, saved=saved, tmp=tmp_path) for word in argv]
+    new = folder / f"new-{name}"
+    with _closed(folder):
+        code, stdout, err = cli(capsys, *words)
+        if "--resume" in words:  # a new --save path next to the checkpoint read
+            new_words = [*words[:-1], str(new)]
+        else:
+            new_words = [str(new) if word == str(out) else word for word in words]
+        new_code, _, new_err = cli(capsys, *new_words)
+    assert (new_code, new_err.count("\n")) == (2, 1)
+    assert new_err.startswith(f"error: cannot write {what} {new}: ")
+    reason = new_err.split(": ")[-1]
+    assert (code, stdout, err) == (2, "", f"error: cannot write {what} {out}: {reason}")
+    assert out.read_bytes() == before
+    assert sorted(path.name for path in folder.iterdir()) == [name]
+
+
+def _refuse_new_files_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary files ``_atomic`` creates in ``folder`` are refused as a folder without write
+    permission refuses them (EACCES), whoever runs the test."""
+    original = tempfile.NamedTemporaryFile
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        if Path(kwargs.get("dir") or ".") == folder:
+            raise PermissionError(13, "Permission denied")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_atomic.tempfile, "NamedTemporaryFile", refusing)
+
+
+def test_the_check_creates_the_writers_temporary_file(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "x.json"
+    out.write_text("old\n")
+    _refuse_new_files_in(tmp_path, monkeypatch)
+    with pytest.raises(TorchLeanError, match=r"^cannot write --report-json .*/x\.json: Permission denied$"):
+        check_writable(out, "--report-json")
+    assert out.read_text() == "old\n"
+
+
+def test_a_name_too_long_for_the_temporary_file_is_refused_before_the_work(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The temporary file's name is ``.<name>.<random>.tmp``, longer than the output's own: a
+    name the file system takes whose temporary name it does not was refused only at save time."""
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    out = tmp_path / ("a" * (limit - len(".npz")) + ".npz")
+    code, stdout, err = cli(capsys, *_TRAIN, "--save", str(out))
+    assert (code, stdout) == (2, "")
+    assert err == f"error: cannot write --save {out}: File name too long\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_check_leaves_no_file_behind(tmp_path: Path) -> None:
+    existing = tmp_path / "x.json"
+    existing.write_text("old\n")
+    check_writable(existing, "--report-json")
+    check_writable(tmp_path / "sub" / "new.npz", "--save", regular=True)
+    assert [path.name for path in tmp_path.iterdir()] == ["x.json"]
+    assert existing.read_text() == "old\n"
