@@ -89,7 +89,7 @@ from torchlean._cells import (
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
-from torchlean._paths import missing_file_name
+from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._rows import Rows, blocks, lengths
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -553,7 +553,8 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
 
     Raises:
         DataError: not a path, a directory, a missing file (``dataset file not found: PATH``), a
-            closed standard input, a device.
+            path that cannot be looked up (``PATH: cannot read the file: <reason>``: a loop of
+            symbolic links, a name too long), a closed standard input, a device.
     """
     given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
     file = Path(given)
@@ -574,6 +575,9 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
+        failure = lookup_failure(file)  # a loop of symbolic links is there, but reads as absent
+        if failure is not None:
+            raise DataError(f"{named}: cannot read the file: {failure}")
         raise DataError(f"dataset file not found: {missing_file_name(shown)}")
     if device:
         # /dev/zero or a disk would be read until memory runs out; standard input (``-``, a

@@ -1,6 +1,7 @@
 """How a refusal names a file that is not there: the name as given, escaped (one line, nothing
 for the terminal), and quoted when blanks at either end would not show (review110 F5:
-``dataset file not found: ok.csv `` looked like a false refusal of ``ok.csv``)."""
+``dataset file not found: ok.csv `` looked like a false refusal of ``ok.csv``); and why a path
+that is not found as a file may be there all the same (:func:`lookup_failure`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 
 from torchlean.backend.display import escaped
 
-__all__ = ["missing_file_name"]
+__all__ = ["lookup_failure", "missing_file_name"]
 
 
 def missing_file_name(given: str) -> str:
@@ -29,3 +30,18 @@ def missing_file_name(given: str) -> str:
         found = False
     other = f"; {escaped(stripped)} exists" if found else ""
     return f"'{named}' (its name {ends} with a blank{other})"
+
+
+def lookup_failure(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be looked up (``os.stat``, through symbolic links), when the reason is
+    not that it is absent: the system's text (``Too many levels of symbolic links`` for a loop of
+    links, which ``Path.exists()`` and ``os.path.exists()`` read as no file, so that a path ``ls``
+    lists was refused as not found: review128 F4); None when it can be looked up or is not there
+    (no such file, or a file named as a folder: ``ok.csv/x``). Raises nothing."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
+        return None
+    except OSError as error:
+        return error.strerror or str(error)
+    return None

@@ -57,7 +57,7 @@ from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._memory import usable_memory
-from torchlean._paths import missing_file_name
+from torchlean._paths import lookup_failure, missing_file_name
 from torchlean.backend import profiles
 from torchlean.backend.contracts import ClaimKind, EvidenceKind
 from torchlean.backend.display import escaped
@@ -1375,7 +1375,8 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     Raises:
         CheckpointError: ``path`` is not a ``str`` or ``os.PathLike``, or is empty; else naming ``path`` and
             what is wrong: no such file (or a directory, a device or a pipe); a file that cannot be
-            read (``cannot read checkpoint <path>: <reason>``: a name too long, an I/O error); not a
+            read (``cannot read checkpoint <path>: <reason>``: a name too long, a loop of symbolic links, an
+            I/O error); not a
             numpy ``.npz`` archive (another file, an empty one, a ``.npy`` array, a PyTorch checkpoint that
             ``torch.save`` wrote, named as such with the way to load its weights) or an archive that cannot be
             read (truncated, damaged, an entry that would need pickle, refused from its header);
@@ -1413,6 +1414,9 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             "written by torchlean train --save"
         )
     if not is_file:
+        failure = lookup_failure(file)  # a loop of symbolic links is there, but reads as absent
+        if failure is not None:
+            raise CheckpointError(f"cannot read checkpoint {named}: {failure}")
         raise CheckpointError(f"checkpoint file not found: {missing_file_name(str(file))}")
     try:
         with file.open("rb") as handle:

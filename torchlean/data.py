@@ -345,10 +345,11 @@ def load(
         UnknownLabelError: an unknown name that is not an existing file, naming the accepted
             datasets; an unknown CSV label column, naming the columns; an unknown ``task``.
         DataError: ``name_or_path`` not a ``str`` or ``os.PathLike`` (naming the accepted
-            datasets) or empty, missing file (or a directory), a file that is not UTF-8, has no
-            rows or no data rows, a row whose cells are all blank (``,,``, line named; an empty line
-            is skipped), a row whose cell count differs, a file read as one column (with a
-            hint when another common separator than ``delimiter`` splits it), non-numeric or
+            datasets) or empty, missing file (or a directory), a path that cannot be looked up (a
+            loop of symbolic links: ``PATH: cannot read the file: <reason>``), a file that is not
+            UTF-8, has no rows or no data rows, a row whose cells are all blank (``,,``, line named;
+            an empty line is skipped), a row whose cell count differs, a file read as one column
+            (with a hint when another common separator than ``delimiter`` splits it), non-numeric or
             non-finite feature cell (a decimal comma named as such), a regression label beyond
             float64's range or a blank label cell (line and column named), labels mixing numbers
             and non-numbers, or written with decimal commas, without ``task`` (the first
@@ -395,7 +396,8 @@ def load(
 def locate(name_or_path: object) -> tuple[str, bool]:
     """``name_or_path`` as a string, and whether it names a shipped dataset (else it is a CSV
     file path: it has a file extension (``.csv``, ``.tsv``, ``.txt``, ...), holds a path separator
-    or names an existing file, so a missing ``data.tsv`` is "not found", not an unknown name).
+    or names an existing file or symbolic link, so a missing ``data.tsv`` is "not found", not an unknown
+    name, and a loop of links is named as such).
 
     Raises:
         DataError: not a ``str`` or ``os.PathLike``, or empty (naming the accepted datasets).
@@ -405,7 +407,8 @@ def locate(name_or_path: object) -> tuple[str, bool]:
     name = _name(name_or_path, "dataset", "dataset name", accepted)
     if name in DATASETS:
         return name, True
-    if os.path.splitext(name)[1] or os.sep in name or os.path.exists(name):  # False for a name too long
+    # lexists: a symbolic link that names no file (a loop) is a path too; False for a name too long
+    if os.path.splitext(name)[1] or os.sep in name or os.path.lexists(name):
         return name, False
     raise UnknownLabelError(
         f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)}, or a path to a CSV file)"
