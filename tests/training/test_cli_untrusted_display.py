@@ -263,12 +263,12 @@ def test_predict_header_cuts_a_long_dataset(
 
 @pytest.mark.parametrize(("setting", "value", "optimizer", "message"), [
     ("lr", "nan", "adam",
-     "its setting --lr 'nan' is refused: learning rate must be finite and nonnegative, got nan"),
+     "its setting --lr 'nan' is refused: learning rate must be finite and nonnegative, got 'nan'"),
     ("weight_decay", "-1", "adam",
-     "its setting --weight-decay '-1' is refused: weight decay must be finite and nonnegative, got -1.0"),
+     "its setting --weight-decay '-1' is refused: weight decay must be finite and nonnegative, got '-1'"),
     ("momentum", "1.5", "sgd",
      "its setting --momentum '1.5' is refused: momentum must be finite and satisfy 0 <= momentum < 1, "
-     "got 1.5"),
+     "got '1.5'"),
 ])
 def test_a_refused_optimizer_setting_of_a_checkpoint_names_the_checkpoint(
     capsys: pytest.CaptureFixture[str], base: Path, tmp_path: Path, setting: str, value: str, optimizer: str,

@@ -368,12 +368,12 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)",
         ),
         (["--execution", "graph"], "error: unknown execution mode graph (known: eager | typed-graph)"),
-        (["--lr", "-1"], "error: argument --lr: learning rate must be finite and nonnegative, got -1.0"),
-        (["--lr", "nan"], "error: argument --lr: learning rate must be finite and nonnegative, got nan"),
+        (["--lr", "-1"], "error: argument --lr: learning rate must be finite and nonnegative, got '-1'"),
+        (["--lr", "nan"], "error: argument --lr: learning rate must be finite and nonnegative, got 'nan'"),
         (
             ["--lr", "1e39"],
             "error: argument --lr: learning rate must be finite and nonnegative after conversion to "
-            "binary32, got 1e+39 (inf in binary32)",
+            "binary32, got '1e39' (inf in binary32)",
         ),
         (["--lr", "fast"], "error: argument --lr: expected a number, got 'fast'"),
         (["--epochs", "0"], "error: argument --epochs: expected a positive integer, got 0"),

@@ -237,33 +237,33 @@ def malformed(spec: str) -> str:
         (["--optimizer", "sgd", "--centered"],
          "error: --centered applies to --optimizer rmsprop only, got --optimizer sgd"),
         (["--optimizer", "rmsprop", "--momentum", "1"],
-         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0"),
+         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got '1'"),
         (["--optimizer", "adamw", "--nesterov"],
          "error: --nesterov applies to --optimizer sgd only, got --optimizer adamw"),
         (["--momentum", "0.9"],
          "error: --momentum applies to --optimizer sgd or rmsprop, got --optimizer adam"),
         (["--optimizer", "adagrad", "--weight-decay", "-1"],
-         "error: argument --weight-decay: weight decay must be finite and nonnegative, got -1.0"),
+         "error: argument --weight-decay: weight decay must be finite and nonnegative, got '-1'"),
         (["--optimizer", "sgd", "--nesterov"],
          "error: --nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, "
          "as in torch.optim.SGD), got no --momentum (default 0)"),
         (["--optimizer", "sgd", "--nesterov", "--momentum", "0"],
          "error: --nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, "
-         "as in torch.optim.SGD), got --momentum 0.0"),
+         "as in torch.optim.SGD), got --momentum '0'"),
         (["--optimizer", "sgd", "--momentum", "1"],
-         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got 1.0"),
+         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got '1'"),
         (["--optimizer", "sgd", "--momentum", "-0.5"],
-         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got -0.5"),
+         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got '-0.5'"),
         (["--optimizer", "sgd", "--momentum", "nan", "--nesterov"],
-         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got nan"),
+         "error: argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got 'nan'"),
         (["--optimizer", "sgd", "--momentum", "fast"],
          "error: argument --momentum: expected a number, got 'fast'"),
         (["--weight-decay", "-1"],
-         "error: argument --weight-decay: weight decay must be finite and nonnegative, got -1.0"),
+         "error: argument --weight-decay: weight decay must be finite and nonnegative, got '-1'"),
         (["--optimizer", "sgd", "--weight-decay", "nan"],
-         "error: argument --weight-decay: weight decay must be finite and nonnegative, got nan"),
+         "error: argument --weight-decay: weight decay must be finite and nonnegative, got 'nan'"),
         (["--optimizer", "adamw", "--weight-decay", "inf"],
-         "error: argument --weight-decay: weight decay must be finite and nonnegative, got inf"),
+         "error: argument --weight-decay: weight decay must be finite and nonnegative, got 'inf'"),
         (["--weight-decay", "1_0"], "error: argument --weight-decay: expected a number, got '1_0'"),
         (["--optimizer", "lbfgs", "--momentum", "0.9"],
          "error: unknown optimizer lbfgs (known: sgd | adam | adamw | rmsprop | adagrad)"),
@@ -303,6 +303,26 @@ def test_bad_options_are_one_line_errors(capsys, argv, message):
     code, out, err = train(capsys, "--dataset", "iris", *argv)
     assert code == 2
     assert (out, err) == ("", message + "\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--lr", "1e400"], "argument --lr: learning rate must be finite and nonnegative, got '1e400'"),
+    (["--weight-decay", "1e400"],
+     "argument --weight-decay: weight decay must be finite and nonnegative, got '1e400'"),
+    (["--optimizer", "sgd", "--momentum", "0.99999999999999999"],
+     "argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1, got '0.99999999999999999'"),
+    (["--optimizer", "rmsprop", "--momentum", "0.999999999"],
+     "argument --momentum: momentum must be finite and satisfy 0 <= momentum < 1 after conversion to "
+     "binary32, got '0.999999999' (1.0 in binary32)"),
+    (["--lr", " -1e0"], "argument --lr: learning rate must be finite and nonnegative, got ' -1e0'"),
+    (["--optimizer", "sgd", "--nesterov", "--momentum", "0e5"],
+     "--nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a momentum, as in "
+     "torch.optim.SGD), got --momentum '0e5'"),
+])
+def test_optimizer_values_are_named_as_typed(capsys, argv, message):
+    """review128 F6: the optimizer's refusals named the float (``got inf`` for ``1e400``, ``got 1.0``
+    for ``0.99999999999999999``); they quote the text typed, as ``--max-grad-norm`` does."""
+    assert train(capsys, "--dataset", "iris", *argv) == (2, "", f"error: {message}\n")
 
 
 def test_a_step_schedule_growing_within_range_runs(capsys, tmp_path):

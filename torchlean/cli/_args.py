@@ -14,8 +14,8 @@ from torchlean._checks import DECIMAL_INTEGER, DECIMAL_NUMBER
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = [
-    "DELIMITER_HELP", "OneWay", "delimiter", "int_at_least", "json_record_instead", "note_shadowed_dataset",
-    "number", "refuse_csv_options",
+    "DELIMITER_HELP", "OneWay", "TypedNumber", "delimiter", "int_at_least", "json_record_instead",
+    "note_shadowed_dataset", "number", "refuse_csv_options", "typed_number", "typed_repr", "with_typed",
 ]
 
 DELIMITER_HELP = (
@@ -139,6 +139,46 @@ def number(text: str) -> float:
     if DECIMAL_NUMBER.fullmatch(text.strip()) is None:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
     return float(text)
+
+
+class TypedNumber(float):
+    """A number read from the command line (:func:`typed_number`) that keeps the text typed
+    (``text``), so that a refusal of its value made after parsing (``--lr``, ``--momentum`` and
+    ``--weight-decay``, refused by the optimizer) can quote it as argparse ``type`` functions
+    quote theirs (:func:`with_typed`). It is a ``float`` everywhere else."""
+
+    text: str
+
+
+def typed_number(text: str) -> float:
+    """:func:`number`, as a :class:`TypedNumber` keeping ``text``.
+
+    Raises:
+        argparse.ArgumentTypeError: ``expected a number, got '1_0'``.
+    """
+    value = TypedNumber(number(text))
+    value.text = text
+    return value
+
+
+def typed_repr(value: float) -> str:
+    """``value`` as a refusal names it: the text typed, quoted (``'0e5'``), for a
+    :class:`TypedNumber`; else its ``repr``."""
+    return repr(value.text) if isinstance(value, TypedNumber) else repr(value)
+
+
+def with_typed(message: str, value: object) -> str:
+    """``message``, a refusal of ``value`` ending ``got <repr of the float>`` (and what follows it:
+    ``(inf in binary32)``), naming the value as typed when it is a :class:`TypedNumber`: ``got
+    '1e400'``, not ``got inf``; ``got '0.99999999999999999'``, not ``got 1.0`` (review128 F6).
+    Else ``message`` as it is."""
+    if not isinstance(value, TypedNumber):
+        return message
+    head, got, tail = message.rpartition(", got ")
+    shown = repr(float(value) + 0.0)  # as the optimizer's refusal names it (-0.0 stored as 0.0)
+    if not got or not tail.startswith(shown):
+        return message
+    return f"{head}{got}{value.text!r}{tail[len(shown):]}"
 
 
 def open_fraction(meaning: str = "") -> Callable[[str], float]:

@@ -560,7 +560,7 @@ def _stdin_again(shown: str) -> None:
 
 def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str, message: str) -> str | None:
     """The refusal of the value of option ``dest`` (``lr``) that a later check refused with
-    ``message`` (``learning rate must be finite and nonnegative, got nan``), worded as
+    ``message`` (``learning rate must be finite and nonnegative, got 'nan'``), worded as
     :func:`prepare` words a recorded setting its parser refuses, when the value came from the
     checkpoint of ``resumed``, not from the command line: ``checkpoint PATH: its setting --lr 'nan'
     is refused: <message>`` (review67 F11: the user typed no ``--lr``); ``None`` when the option

@@ -117,6 +117,9 @@ from torchlean.cli._args import (
     number,
     open_fraction,
     refuse_csv_options,
+    typed_number,
+    typed_repr,
+    with_typed,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._completion import completed
@@ -232,15 +235,15 @@ def register(subparsers: Any) -> None:
                         help="epochs (default: 10; with --resume, the run's total, default the "
                         "checkpoint's)")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="minibatch size (default: 32)")
-    parser.add_argument("--lr", type=number, default=0.005, help="learning rate (default: 0.005)")
+    parser.add_argument("--lr", type=typed_number, default=0.005, help="learning rate (default: 0.005)")
     parser.add_argument("--optimizer", default="adam",
                         help=f"{' | '.join(optim.OPTIMIZERS)} (default: adam)")
-    parser.add_argument("--momentum", type=number, default=None, metavar="M",
+    parser.add_argument("--momentum", type=typed_number, default=None, metavar="M",
                         help="momentum, in [0, 1) (default: 0; --optimizer sgd or rmsprop)")
     parser.add_argument("--nesterov", action="store_true",
                         help="Nesterov momentum, as torch.optim.SGD(nesterov=True) (needs a --momentum "
                         "above 0; --optimizer sgd only)")
-    parser.add_argument("--weight-decay", type=number, default=None, metavar="W",
+    parser.add_argument("--weight-decay", type=typed_number, default=None, metavar="W",
                         help="weight decay, finite and >= 0: an L2 term added to the gradient, decoupled "
                         "for adamw (default: 0, for adamw 0.01)")
     parser.add_argument("--centered", action="store_true",
@@ -591,10 +594,11 @@ _OPTION_OF = {"learning rate": "--lr", "weight decay": "--weight-decay", "moment
 
 def _optimizer(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> optim.OptimizerConfig:
     """:func:`_optimizer_config`, with a refused value's message naming its flag, as argparse
-    names the flag of a value its type refuses (``argument --lr: learning rate must be finite and
-    nonnegative, got -1.0``); a value a resumed run took from its checkpoint (``resumed``), not
-    from the command line, is named as the checkpoint's setting (``checkpoint m.npz: its setting
-    --lr 'nan' is refused: learning rate must be ...``, :func:`_resume.setting_refusal`).
+    names the flag of a value its type refuses, and the value as typed (``argument --lr: learning
+    rate must be finite and nonnegative, got '-1'``, not ``-1.0``: :func:`with_typed`); a value a
+    resumed run took from its checkpoint (``resumed``), not from the command line, is named as the
+    checkpoint's setting (``checkpoint m.npz: its setting --lr 'nan' is refused: learning rate must
+    be ...``, :func:`_resume.setting_refusal`).
 
     Raises:
         TorchLeanError: as :func:`_optimizer_config`.
@@ -606,7 +610,9 @@ def _optimizer(args: argparse.Namespace, resumed: _resume.Resumed | None = None)
         flag = next((flag for quantity, flag in _OPTION_OF.items() if message.startswith(quantity)), None)
         if flag is None:
             raise
-        recorded = _resume.setting_refusal(resumed, args, flag.removeprefix("--").replace("-", "_"), message)
+        dest = flag.removeprefix("--").replace("-", "_")
+        message = with_typed(message, getattr(args, dest))  # '1e400' as typed, not inf (review128 F6)
+        recorded = _resume.setting_refusal(resumed, args, dest, message)
         raise TorchLeanError(recorded or f"argument {flag}: {message}") from None
 
 
@@ -644,7 +650,8 @@ def _optimizer_config(args: argparse.Namespace) -> optim.OptimizerConfig:
     if name == "sgd":
         momentum = options.get("momentum", 0.0)
         if args.nesterov and momentum == 0.0:
-            given = "no --momentum (default 0)" if args.momentum is None else f"--momentum {momentum!r}"
+            given = ("no --momentum (default 0)" if args.momentum is None
+                     else f"--momentum {typed_repr(momentum)}")
             raise TorchLeanError(
                 f"--nesterov needs a --momentum M with 0 < M < 1 (Nesterov momentum requires a "
                 f"momentum, as in torch.optim.SGD), got {given}"
