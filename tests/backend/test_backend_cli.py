@@ -699,3 +699,45 @@ def test_capsule_table_lines_carry_no_trailing_spaces():
     lines = out.stdout.splitlines()
     assert len(lines) > 3
     assert [line for line in lines if line != line.rstrip()] == []
+
+
+_COMMANDS = ("'capsules', 'plan', 'check', 'select', 'explain', 'attention-check', 'graph', 'train', "
+             "'predict', 'inspect'")
+_ONLY = "torchlean takes only --help and --version before the command's name"
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        # review128 F7: argparse read the option's value as the command ("invalid choice: 'json'")
+        (["--format", "json", "capsules"],
+         f"--format is an option of torchlean capsules, and {_ONLY}: give it after (torchlean capsules "
+         "--format json)"),
+        (["--format=json", "capsules", "--profile", "checked_cpu"],
+         f"--format is an option of torchlean capsules, and {_ONLY}: give it after (torchlean capsules "
+         "--format=json --profile checked_cpu)"),
+        (["--profile", "checked_cpu", "plan", "relu"],
+         f"--profile is an option of torchlean plan, and {_ONLY}: give it after (torchlean plan --profile "
+         "checked_cpu relu)"),
+        (["--epochs", "3", "train", "--dataset", "my data.csv"],
+         f"--epochs is an option of torchlean train, and {_ONLY}: give it after (torchlean train --epochs 3 "
+         "--dataset 'my data.csv')"),
+        (["--format", "json"],
+         f"--format is an option of a command, and {_ONLY}: give it after a command's name (torchlean "
+         "COMMAND --format json, COMMAND one of 'capsules', 'plan', 'check', 'select')"),
+        (["--bogus", "x"], f"unrecognized arguments: --bogus ({_ONLY})"),
+        (["--bogus", "3", "train"],
+         f"unrecognized arguments: --bogus ({_ONLY}; torchlean train --help lists train's options)"),
+        # a mistyped command is named with the nearest one
+        (["trian", "--epochs", "3"],
+         f"argument COMMAND: invalid choice: 'trian' (choose from {_COMMANDS}); did you mean train?"),
+        (["attention_check"],
+         f"argument COMMAND: invalid choice: 'attention_check' (choose from {_COMMANDS}); did you mean "
+         "attention-check?"),
+        (["xyz"], f"argument COMMAND: invalid choice: 'xyz' (choose from {_COMMANDS})"),
+    ],
+)
+def test_a_command_option_before_the_command_says_where_it_goes(
+    capsys: pytest.CaptureFixture[str], argv: list[str], want: str
+) -> None:
+    assert run(capsys, *argv) == (2, "", f"error: {want}\n")
