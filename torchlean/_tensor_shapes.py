@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from torchlean._tensor_args import _dim
 from torchlean._tensor_errors import _preview
 from torchlean.backend.errors import GuardError
+
+if TYPE_CHECKING:
+    from torchlean.tensor import IntLike
 
 
 def flattened_shape(shape: tuple[int, ...], start_dim: object, end_dim: object) -> tuple[int, ...]:
@@ -39,7 +43,7 @@ def unsqueezed_shape(shape: tuple[int, ...], dim: object) -> tuple[int, ...]:
     return (*shape[:at], 1, *shape[at:])
 
 
-def squeezed_shape(shape: tuple[int, ...], dim: int | Sequence[int] | None) -> tuple[int, ...]:
+def squeezed_shape(shape: tuple[int, ...], dim: IntLike | Sequence[IntLike] | None) -> tuple[int, ...]:
     """The shape of :meth:`Tensor.squeeze <torchlean.tensor.Tensor.squeeze>` for an input of
     ``shape``: the named axes (every one for ``None``) of extent 1 removed."""
     extent = max(len(shape), 1)

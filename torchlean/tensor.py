@@ -147,20 +147,33 @@ numbers) or a ``torch.Tensor`` that requires no grad, the last three made a cons
 operand's dtype. A string annotation (``torch`` is imported only for type checking). Narrower, it
 let mypy type ``t + array`` as numpy's ``ndarray`` (review117 F2)."""
 
-IntLike: TypeAlias = "int | np.integer[Any]"
+IntLike: TypeAlias = int | np.integer[Any]
 """An integer argument as the run time takes it (an axis, a seed, a size): a Python or numpy
 integer. Not ``SupportsIndex``, which mypy also fits to a 0-d array, which the run time refuses
 (review117 F4, review118 F5)."""
 
+BoolLike: TypeAlias = bool | np.bool_
+"""A flag as the run time takes it (``keepdims``, ``training``, ``requires_grad``): a Python or
+numpy bool, never another value read as true or false (review129 F1)."""
+
+RealLike: TypeAlias = float | np.floating[Any]
+"""A real-number argument as the run time takes it (a factor, a bound, ``eps``, a probability, a
+learning rate): a Python float or int (``float`` admits ``int`` for mypy) or a numpy float, such
+as a ``np.float32`` read from an array, which is not a ``float`` (``np.float64`` is). A bool is
+refused at run time, though mypy lets it through (``float`` admits ``bool`` as it admits ``int``)
+(review129 F2)."""
+
 __all__ = [
     "DEFAULT_DTYPE",
     "FLOAT_DTYPES",
+    "BoolLike",
     "DTypeLike",
     "DeviceError",
     "DeviceLike",
     "DimensionError",
     "IntLike",
     "OperandLike",
+    "RealLike",
     "Tensor",
     "TensorError",
     "TensorTypeError",
@@ -173,6 +186,11 @@ __all__ = [
 
 DeviceLike = str | Any
 """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``."""
+
+_NOT_KEPT: BoolLike = False
+"""The default of ``sum``/``mean``'s ``keepdims``, typed as the union so that mypy infers
+:data:`BoolLike` for the value :func:`_one_spelling` returns (``False`` alone would join with
+``numpy.bool_`` to ``object``)."""
 
 
 # Device placement and backward's seed helpers stay with the class: resolve_device and
@@ -276,7 +294,7 @@ class Tensor:
     def __init__(
         self,
         data: object,
-        requires_grad: bool = False,
+        requires_grad: BoolLike = False,
         dtype: DTypeLike | None = None,
         device: DeviceLike | None = None,
     ) -> None:
@@ -463,7 +481,7 @@ class Tensor:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
+    def requires_grad(self, value: BoolLike) -> None:
         """Set on leaves only (as in PyTorch); only float tensors can require gradients.
 
         Raises:
@@ -478,7 +496,7 @@ class Tensor:
             _check_grad_dtype(self.dtype)
         self._requires_grad = flag
 
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    def requires_grad_(self, requires_grad: BoolLike = True) -> Tensor:
         """Set :attr:`requires_grad` in place and return this tensor, as
         ``torch.Tensor.requires_grad_`` (``x = tl.tensor(data).requires_grad_()``).
 
@@ -926,8 +944,8 @@ class Tensor:
     def backward(
         self,
         gradient: Tensor | npt.ArrayLike | None = None,
-        retain_graph: bool | None = False,
-        create_graph: bool = False,
+        retain_graph: BoolLike | None = False,
+        create_graph: BoolLike = False,
         inputs: object = None,
     ) -> None:
         """Reverse-mode gradient of this tensor into every reachable leaf's ``.grad``.
@@ -1406,7 +1424,7 @@ class Tensor:
             )
         return F.permute(self, _shape_args(_sizes_or_keyword("permute", axes, "dims", dims)))
 
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
+    def transpose(self, dim0: IntLike, dim1: IntLike) -> Tensor:
         """Swap two axes (``functional.transpose``, ``torch.Tensor.transpose``, with torch's
         argument names ``dim0``, ``dim1``); an axis outside ``[-ndim, ndim)`` (``[-1, 0]`` for a
         rank-0 tensor, as in torch) is a ``GuardError``, never wrapped."""
@@ -1425,10 +1443,10 @@ class Tensor:
     def sum(
         self,
         axis: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
-        keepdims: bool | _Unset = _UNSET,
+        keepdims: BoolLike | _Unset = _UNSET,
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
-        keepdim: bool | _Unset = _UNSET,
+        keepdim: BoolLike | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
         ``t.sum(dim=(0, 1), keepdim=True)``, or numpy's ``axis=``/``keepdims=``, which torch also
@@ -1448,16 +1466,16 @@ class Tensor:
         from torchlean import functional as F
 
         axes = _one_spelling("sum", "dim", dim, "axis", axis, None)
-        keep = _one_spelling("sum", "keepdim", keepdim, "keepdims", keepdims, False)
+        keep = _one_spelling("sum", "keepdim", keepdim, "keepdims", keepdims, _NOT_KEPT)
         return F.reduce_sum(self, axes, keepdims=keep)
 
     def mean(
         self,
         axis: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
-        keepdims: bool | _Unset = _UNSET,
+        keepdims: BoolLike | _Unset = _UNSET,
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
-        keepdim: bool | _Unset = _UNSET,
+        keepdim: BoolLike | _Unset = _UNSET,
     ) -> Tensor:
         """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as
         :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``). The mean over an empty axis is
@@ -1465,7 +1483,7 @@ class Tensor:
         from torchlean import functional as F
 
         axes = _one_spelling("mean", "dim", dim, "axis", axis, None)
-        keep = _one_spelling("mean", "keepdim", keepdim, "keepdims", keepdims, False)
+        keep = _one_spelling("mean", "keepdim", keepdim, "keepdims", keepdims, _NOT_KEPT)
         return F.reduce_mean(self, axes, keepdims=keep)
 
     # ------------------------------------------------------------ torch.Tensor methods (pointwise)
@@ -1554,7 +1572,7 @@ class Tensor:
 
         return F.inv(self)
 
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+    def clamp(self, min: RealLike | None = None, max: RealLike | None = None) -> Tensor:
         """``functional.clamp(t, lo=min, hi=max)`` (``torch.Tensor.clamp``: ``t.clamp(0)``,
         ``t.clamp(min=-1, max=1)``, ``t.clamp(max=6)``); records ``clamp``. The bounds are real
         numbers; a tensor bound (which torch accepts) is refused.
@@ -1576,11 +1594,11 @@ class Tensor:
             )
         return F.clamp(self, min, max)
 
-    def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
+    def clip(self, min: RealLike | None = None, max: RealLike | None = None) -> Tensor:
         """:meth:`clamp` (``torch.Tensor.clip`` is its alias); arguments and errors as there."""
         return self.clamp(min, max)
 
-    def softmax(self, dim: int) -> Tensor:
+    def softmax(self, dim: IntLike) -> Tensor:
         """``functional.softmax(t, axis=dim)`` (``torch.Tensor.softmax``: ``dim`` is required,
         positional or keyword, in ``[-ndim, ndim)``; a rank-0 tensor takes 0 or -1 and gives 1);
         records ``softmax``. No ``dtype=`` argument: the result keeps the tensor's dtype.
@@ -1593,14 +1611,14 @@ class Tensor:
 
         return F.softmax(self, dim)
 
-    def log_softmax(self, dim: int) -> Tensor:
+    def log_softmax(self, dim: IntLike) -> Tensor:
         """``functional.log_softmax(t, axis=dim)`` (``torch.Tensor.log_softmax``); records
         ``log_softmax``; ``dim`` and errors as :meth:`softmax`."""
         from torchlean import functional as F
 
         return F.log_softmax(self, dim)
 
-    def logsumexp(self, dim: int | Sequence[int] | None, keepdim: bool = False) -> Tensor:
+    def logsumexp(self, dim: IntLike | Sequence[IntLike] | None, keepdim: BoolLike = False) -> Tensor:
         """``functional.logsumexp(t, dim, keepdims=keepdim)`` (``torch.Tensor.logsumexp``: ``dim``
         is required, an int or a sequence of distinct ints; None reduces every axis); composed
         of accepted kernels, with its values, shapes and errors.
@@ -1622,7 +1640,7 @@ class Tensor:
 
         return F.matmul(self, other)
 
-    def gather(self, dim: int, index: Tensor | npt.ArrayLike) -> Tensor:
+    def gather(self, dim: IntLike, index: Tensor | npt.ArrayLike) -> Tensor:
         """``functional.gather(t, index, axis=dim)`` (``torch.Tensor.gather(dim, index)``, without
         ``sparse_grad``): ``out[..., i, ...] = t[..., index[..., i, ...], ...]`` along ``dim``;
         ``index`` is int64 (a Tensor, or integer numpy data or lists) of t's rank whose extents do
@@ -1639,7 +1657,7 @@ class Tensor:
 
         return F.gather(self, index, dim)
 
-    def scatter_add(self, dim: int, index: Tensor | npt.ArrayLike, src: Tensor) -> Tensor:
+    def scatter_add(self, dim: IntLike, index: Tensor | npt.ArrayLike, src: Tensor) -> Tensor:
         """``functional.scatter_add(t, index, src, axis=dim)`` (``torch.Tensor.scatter_add(dim,
         index, src)``, out of place): a new tensor of t's shape and dtype, ``src`` added at
         ``index`` along ``dim``, repeated indices accumulating in index order on the CPU
@@ -1664,7 +1682,7 @@ class Tensor:
     # ``TensorTypeError``, as torch refuses them) in torch's range, never wrapped: out of range is
     # a ``GuardError`` naming the range (torch raises an ``IndexError``).
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    def flatten(self, start_dim: IntLike = 0, end_dim: IntLike = -1) -> Tensor:
         """Axes ``start_dim`` to ``end_dim`` (inclusive) merged into one, as
         ``torch.Tensor.flatten``: shape ``(2, 3, 4)`` gives ``(24,)``, ``flatten(1)`` gives
         ``(2, 12)``; a rank-0 tensor gives shape ``(1,)`` (its dims are 0 and -1, as torch's).
@@ -1680,7 +1698,7 @@ class Tensor:
 
         return F.reshape(self, _tensor_shapes.flattened_shape(self.shape, start_dim, end_dim))
 
-    def unsqueeze(self, dim: int) -> Tensor:
+    def unsqueeze(self, dim: IntLike) -> Tensor:
         """A new axis of extent 1 at position ``dim`` of the result, as ``torch.Tensor.unsqueeze``:
         ``dim`` in ``[-ndim - 1, ndim]`` (``-1`` appends), shape ``(2, 3)`` with ``dim=1`` gives
         ``(2, 1, 3)``. Records ``reshape``; a new tensor, not a view.
@@ -1692,7 +1710,7 @@ class Tensor:
 
         return F.reshape(self, _tensor_shapes.unsqueezed_shape(self.shape, dim))
 
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    def squeeze(self, dim: IntLike | Sequence[IntLike] | None = None) -> Tensor:
         """Axes of extent 1 removed, as ``torch.Tensor.squeeze``: every one for ``dim=None``, else
         those among ``dim`` (an int or, as torch 2.x, a sequence of ints); a named axis whose
         extent is not 1 is left alone, as torch leaves it. Dims are in ``[-ndim, ndim)`` (0 and -1
@@ -1844,7 +1862,7 @@ def _bad_gradient(gradient: object, shape: tuple[int, ...], reason: str) -> str:
 
 def tensor(
     data: object,
-    requires_grad: bool = False,
+    requires_grad: BoolLike = False,
     dtype: DTypeLike | None = None,
     device: DeviceLike | None = None,
 ) -> Tensor:
@@ -1886,7 +1904,7 @@ def tensor(
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
-def from_torch(t: torch.Tensor, requires_grad: bool = False) -> Tensor:
+def from_torch(t: torch.Tensor, requires_grad: BoolLike = False) -> Tensor:
     """Copy a ``torch.Tensor`` (any device, any strides, a ``torch.nn.Parameter`` too; detached,
     so ``t.requires_grad`` is not carried over) into a new C-contiguous CPU leaf tensor of the
     same dtype (integer types become int64); ``requires_grad`` sets the new leaf's flag.

@@ -69,4 +69,4 @@ array += x  # E: += of a torchlean Tensor into array data is refused at run time
 
 x.softmax()  # E: Missing positional argument "dim" in call to "softmax" of "Tensor"  [call-arg]
 x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "float"; expected "int | integer[Any] | Sequence[int | integer[Any]] | _Unset | None"  [arg-type]
-x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | None"  [arg-type]
+x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | floating[Any] | None"  [arg-type]

@@ -25,4 +25,4 @@ tl.batch_norm(x, mean)  # E: Too many positional arguments for "batch_norm"  [ca
 image = tl.tensor(np.zeros((1, 4, 5, 5)))
 kernel = tl.tensor(np.zeros((4, 1, 3, 3)))
 assert_type(tl.conv_transpose(image, kernel, None, 1, 0, 0, 2, 1), Tensor)
-tl.conv_transpose(image, kernel, None, 1, 0, 0, (1, 1), 2)  # E: Argument 7 to "conv_transpose" has incompatible type "tuple[int, int]"; expected "int"  [arg-type]
+tl.conv_transpose(image, kernel, None, 1, 0, 0, (1, 1), 2)  # E: Argument 7 to "conv_transpose" has incompatible type "tuple[int, int]"; expected "int | integer[Any]"  [arg-type]

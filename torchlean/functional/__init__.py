@@ -42,7 +42,12 @@ Operands (one rule, checked in one place):
   Axes are refused when out of range, never wrapped; seeds must be below ``2**64``.
   Real parameters (factors, bounds, ``eps``, probabilities, ``scale``) must be real numbers (bool
   refused); they are not parsed from strings.
-* Flags (``keepdims``, ``training``) must be bools (Python or numpy), as torch requires.
+* Flags (``keepdims``, ``training``, ``is_causal``) must be bools (Python or numpy), as torch
+  requires.
+* The annotations say the same to a type checker: integer parameters are
+  :data:`~torchlean.tensor.IntLike` (``int | np.integer``, or a sequence of them), flags
+  :data:`~torchlean.tensor.BoolLike` (``bool | np.bool_``) and real parameters
+  :data:`~torchlean.tensor.RealLike` (``float | np.floating``, so a ``np.float32`` passes too).
 
 Dtypes, shapes and errors (shared by every function below, under every CPU profile; a function's
 ``Raises`` lists at least what it adds): tensor inputs are float32 or float64 and results keep that

@@ -14,7 +14,7 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import Operand, _constant, _factor, _is_number, _pair
 from torchlean.functional._params import _real
-from torchlean.tensor import Tensor
+from torchlean.tensor import RealLike, Tensor
 
 
 def add(a: Operand, b: Operand) -> Tensor:
@@ -60,7 +60,7 @@ def sub(a: Operand, b: Operand) -> Tensor:
     return run_op(BackendOp.SUB, (x, y), {})
 
 
-def scale(x: Tensor, factor: float) -> Tensor:
+def scale(x: Tensor, factor: RealLike) -> Tensor:
     """``x * factor`` for a real number ``factor`` (rounded to x's dtype); records ``scale``.
 
     A finite factor beyond the dtype's range rounds to ``±inf`` and a tiny one to 0 (float32

@@ -13,10 +13,10 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
-from torchlean.tensor import Tensor, TensorTypeError
+from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError
 
 
-def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+def softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset = _UNSET) -> Tensor:
     """Max-shifted softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it,
     ``softmax(x, dim=1)``) (``torch.softmax``); records ``softmax``. Returns x's shape; a rank-0
     ``x`` gives 1, as in torch. ``x`` is float32 or float64, the result in its dtype.
@@ -25,11 +25,11 @@ def softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSE
         GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
         TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
     """
-    axis = _axis_spelling("softmax", axis, dim, -1)
-    return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", axis)})
+    chosen = _axis_spelling("softmax", axis, dim, -1)
+    return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", chosen)})
 
 
-def log_softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+def log_softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset = _UNSET) -> Tensor:
     """Max-shifted log-softmax along ``axis`` (default -1, or torch's ``dim=``)
     (``torch.log_softmax``); records ``log_softmax``. Returns x's shape and dtype.
 
@@ -37,12 +37,16 @@ def log_softmax(x: Tensor, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _
         GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
         TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
     """
-    axis = _axis_spelling("log_softmax", axis, dim, -1)
-    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", axis)})
+    chosen = _axis_spelling("log_softmax", axis, dim, -1)
+    return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", chosen)})
 
 
 def hard_masked_softmax(
-    x: Tensor, mask: Tensor | npt.ArrayLike, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET
+    x: Tensor,
+    mask: Tensor | npt.ArrayLike,
+    axis: IntLike | _Unset = _UNSET,
+    *,
+    dim: IntLike | _Unset = _UNSET,
 ) -> Tensor:
     """Softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it, as
     :func:`softmax` takes it) over the entries ``mask`` allows (True), exactly 0 elsewhere; a
@@ -57,8 +61,8 @@ def hard_masked_softmax(
         TensorTypeError: ``x`` is not a Tensor; a non-integer ``axis``; both ``axis`` and ``dim``.
     """
     x = _require_tensor("hard_masked_softmax", "x", x)
-    axis = _axis_spelling("hard_masked_softmax", axis, dim, -1)
-    params = {"axis": _int("hard_masked_softmax", "axis", axis)}
+    chosen = _axis_spelling("hard_masked_softmax", axis, dim, -1)
+    params = {"axis": _int("hard_masked_softmax", "axis", chosen)}
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
 
@@ -67,10 +71,10 @@ def scaled_dot_product_attention(
     k: Tensor,
     v: Tensor,
     mask: Tensor | npt.ArrayLike | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
+    dropout_p: RealLike = 0.0,
+    is_causal: BoolLike = False,
     *,
-    scale: float | None = None,
+    scale: RealLike | None = None,
     attn_mask: Tensor | npt.ArrayLike | None = None,
 ) -> Tensor:
     """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked

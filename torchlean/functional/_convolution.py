@@ -6,7 +6,7 @@ from __future__ import annotations
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import IntOrTuple, _int, _real
-from torchlean.tensor import Tensor
+from torchlean.tensor import IntLike, RealLike, Tensor
 
 
 def conv(
@@ -16,7 +16,7 @@ def conv(
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
-    groups: int = 1,
+    groups: IntLike = 1,
 ) -> Tensor:
     """N-d (1-3 spatial axes) channel-first cross-correlation (``torch.nn.functional.conv1d/2d/3d``):
     x ``(N, C_in, *spatial)``, weight ``(C_out, C_in/groups, *kernel)``, bias ``(C_out,)`` or None
@@ -52,7 +52,7 @@ def conv_transpose(
     stride: IntOrTuple = 1,
     padding: IntOrTuple = 0,
     output_padding: IntOrTuple = 0,
-    groups: int = 1,
+    groups: IntLike = 1,
     dilation: IntOrTuple = 1,
 ) -> Tensor:
     """Transposed convolution (``torch.nn.functional.conv_transpose1d/2d/3d``, its arguments in
@@ -121,7 +121,7 @@ def avg_pool(
 def smooth_max_pool(
     x: Tensor,
     kernel_size: IntOrTuple,
-    beta: float,
+    beta: RealLike,
     stride: IntOrTuple | None = None,
     padding: IntOrTuple = 0,
 ) -> Tensor:

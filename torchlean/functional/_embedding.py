@@ -14,10 +14,10 @@ from torchlean.backend.errors import GuardError
 from torchlean.functional._indexing import gather
 from torchlean.functional._operands import _array_like, _on_device_of, _require_tensor
 from torchlean.functional._shape import concat, reshape
-from torchlean.tensor import Tensor, TensorTypeError
+from torchlean.tensor import IntLike, Tensor, TensorTypeError
 
 
-def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+def embedding(ids: Tensor | npt.ArrayLike, weight: Tensor, padding_idx: IntLike | None = None) -> Tensor:
     """Rows of ``weight`` picked by ``ids`` (``torch.nn.functional.embedding(ids, weight,
     padding_idx)``; no ``max_norm`` or ``sparse``): integer ``ids`` of any shape and a ``(V, D)``
     float ``weight`` give ``(*ids.shape, D)`` in the weight's dtype, ``out[..., :] =

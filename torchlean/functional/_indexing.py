@@ -19,11 +19,14 @@ from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _is_array_data, _require_tensor
 from torchlean.functional._params import _int, _ints, _required_axis
 from torchlean.functional._shape import reshape
-from torchlean.tensor import Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
+from torchlean.tensor import IntLike, Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
 
 
 def slice(
-    x: Tensor, starts: Sequence[int], stops: Sequence[int], steps: Sequence[int] | None = None
+    x: Tensor,
+    starts: Sequence[IntLike],
+    stops: Sequence[IntLike],
+    steps: Sequence[IntLike] | None = None,
 ) -> Tensor:
     """``x[start0:stop0:step0, ...]`` with one bound per axis, ``0 <= start <= stop <= extent``,
     ``step >= 1``; records ``slice``. ``steps`` defaults to 1 on every axis. Bounds are absolute
@@ -303,7 +306,11 @@ def _axis_last(fn: str, axis: object, index: object) -> int:
 
 
 def gather(
-    x: Tensor, index: Tensor | npt.ArrayLike, axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET
+    x: Tensor,
+    index: Tensor | npt.ArrayLike,
+    axis: IntLike | _Unset = _UNSET,
+    *,
+    dim: IntLike | _Unset = _UNSET,
 ) -> Tensor:
     """Values of ``x`` picked along ``axis`` by ``index`` (``torch.gather``), with the arguments in
     another order: **the axis comes last** here, ``gather(x, index, axis)``, where torch writes
@@ -325,18 +332,18 @@ def gather(
             no axis, or both ``axis`` and ``dim``.
     """
     x = _require_tensor("gather", "x", x)
-    axis = _required_axis("gather", axis, dim)
-    params = {"axis": _axis_last("gather", axis, index)}
-    return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", axis)), params)
+    chosen = _required_axis("gather", axis, dim)
+    params = {"axis": _axis_last("gather", chosen, index)}
+    return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", chosen)), params)
 
 
 def scatter_add(
     base: Tensor,
     index: Tensor | npt.ArrayLike,
     src: Tensor,
-    axis: int | _Unset = _UNSET,
+    axis: IntLike | _Unset = _UNSET,
     *,
-    dim: int | _Unset = _UNSET,
+    dim: IntLike | _Unset = _UNSET,
 ) -> Tensor:
     """``src`` added into a copy of ``base`` at ``index`` along ``axis`` (``torch.scatter_add``),
     with the arguments in another order: **the axis comes last** here, ``scatter_add(base, index,
@@ -355,6 +362,6 @@ def scatter_add(
             src)``, the message says so); no axis, or both ``axis`` and ``dim``.
     """
     base = _require_tensor("scatter_add", "base", base)
-    axis = _required_axis("scatter_add", axis, dim)
-    params = {"axis": _axis_last("scatter_add", axis, index)}
-    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", axis), src), params)
+    chosen = _required_axis("scatter_add", axis, dim)
+    params = {"axis": _axis_last("scatter_add", chosen, index)}
+    return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", chosen), src), params)

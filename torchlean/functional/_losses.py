@@ -33,6 +33,8 @@ from torchlean.functional._operands import (
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum
 from torchlean.tensor import (
+    IntLike,
+    RealLike,
     Tensor,
     TensorError,
     TensorTypeError,
@@ -202,12 +204,12 @@ def _smoothed_weighted(smoothing: float) -> str:
 def cross_entropy(
     logits: Tensor,
     target: Tensor | npt.ArrayLike,
-    axis: int | None = None,
+    axis: IntLike | None = None,
     *,
-    label_smoothing: float = 0.0,
+    label_smoothing: RealLike = 0.0,
     reduction: str = "mean",
     weight: None = None,
-    ignore_index: int = -100,
+    ignore_index: IntLike = -100,
 ) -> Tensor:
     """Mean cross-entropy of ``logits`` (classes along ``axis``) against ``target``
     (``torch.nn.functional.cross_entropy``, reduction ``mean``).

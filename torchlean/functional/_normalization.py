@@ -10,7 +10,7 @@ from torchlean.autograd.tape import AutogradError
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import _int, _real
-from torchlean.tensor import Tensor, TensorTypeError, _flag, _preview
+from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError, _flag, _preview
 
 
 def _torch_normalized_shape(weight: object) -> None:
@@ -39,8 +39,8 @@ def layer_norm(
     x: Tensor,
     weight: Tensor | None = None,
     bias: Tensor | None = None,
-    normalized_ndim: int = 1,
-    eps: float = 1e-5,
+    normalized_ndim: IntLike = 1,
+    eps: RealLike = 1e-5,
     *,
     normalized_shape: object = None,
 ) -> Tensor:
@@ -101,8 +101,8 @@ def batch_norm(
     bias: Tensor | None = None,
     running_mean: Tensor | None = None,
     running_var: Tensor | None = None,
-    training: bool = True,
-    eps: float = 1e-5,
+    training: BoolLike = True,
+    eps: RealLike = 1e-5,
 ) -> Tensor:
     """Batch normalisation over channel axis 1 of ``(N, C, *spatial)``
     (``torch.nn.functional.batch_norm``): batch statistics in training, the running statistics in

@@ -13,7 +13,7 @@ import numpy as np
 from torchlean._checks import is_int
 from torchlean._tensor_args import _one_spelling, _Unset
 from torchlean.backend.providers.reference.guards import axis_in_range
-from torchlean.tensor import IntLike, TensorError, TensorTypeError, _preview
+from torchlean.tensor import BoolLike, IntLike, TensorError, TensorTypeError, _preview
 
 Axes: TypeAlias = "IntLike | Sequence[IntLike] | None"
 """An axis argument: an int (Python or numpy, :data:`torchlean.tensor.IntLike`), a sequence of
@@ -122,10 +122,11 @@ def _required_axis(fn: str, axis: _V | _Unset, dim: _V | _Unset) -> _V:
     return _one_spelling(fn, "dim", dim, "axis", axis, dim)
 
 
-def _keepdims_spelling(fn: str, keepdims: bool | _Unset, keepdim: bool | _Unset) -> bool:
+def _keepdims_spelling(fn: str, keepdims: BoolLike | _Unset, keepdim: BoolLike | _Unset) -> BoolLike:
     """``keepdims`` or torch's keyword ``keepdim`` (default False).
 
     Raises:
         TensorTypeError: both were given.
     """
-    return _one_spelling(fn, "keepdim", keepdim, "keepdims", keepdims, False)
+    default: BoolLike = False  # typed as the union, so that mypy infers BoolLike, not object
+    return _one_spelling(fn, "keepdim", keepdim, "keepdims", keepdims, default)

@@ -9,7 +9,7 @@ import math
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._params import _real
-from torchlean.tensor import Tensor, TensorTypeError, _preview
+from torchlean.tensor import RealLike, Tensor, TensorTypeError, _preview
 
 
 def _unary(op: BackendOp, x: Tensor) -> Tensor:
@@ -159,11 +159,11 @@ def abs(x: Tensor) -> Tensor:
 
 def clamp(
     x: Tensor,
-    lo: float | None = None,
-    hi: float | None = None,
+    lo: RealLike | None = None,
+    hi: RealLike | None = None,
     *,
-    min: float | None = None,  # torch.clamp's keyword names
-    max: float | None = None,
+    min: RealLike | None = None,  # torch.clamp's keyword names
+    max: RealLike | None = None,
 ) -> Tensor:
     """``min(max(x, lo), hi)`` (``torch.clamp``; a missing bound is infinite); records ``clamp``.
     torch's keywords ``min=``/``max=`` name the same bounds (``clamp(x, min=0.0)`` ports as
@@ -197,7 +197,7 @@ def clamp(
     return run_op(BackendOp.CLAMP, (x,), {"lo": low, "hi": high})
 
 
-def safe_log(x: Tensor, eps: float = 1e-12) -> Tensor:
+def safe_log(x: Tensor, eps: RealLike = 1e-12) -> Tensor:
     """``log(softplus(x) + eps)`` (not ``log(max(x, eps))`` nor ``log(x + eps)``: ``safe_log(1.0)``
     is 0.2725, the log of ``softplus(1.0)`` = 1.3133), computed with ``eps`` rounded to x's dtype: finite for
     every finite x whose ``softplus(x) + eps`` stays below the dtype's largest value (the IR's

@@ -17,7 +17,10 @@ from torchlean.functional._operands import _require_tensor
 from torchlean.functional._params import _int, _ints, _real
 from torchlean.tensor import (
     DEFAULT_DTYPE,
+    BoolLike,
     DTypeLike,
+    IntLike,
+    RealLike,
     Tensor,
     TensorError,
     TensorTypeError,
@@ -52,7 +55,9 @@ def _seed(fn: str, seed: object, session_seed: object) -> int:
     return value
 
 
-def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE) -> Tensor:
+def rand_uniform(
+    shape: Sequence[IntLike], seed: IntLike | None = None, dtype: DTypeLike = DEFAULT_DTYPE
+) -> Tensor:
     """Uniform values on the grid ``u / 2**32`` from ``keyOf(seed, counter)``, where ``counter`` is
     the session's random counter (advanced once per call; anchor-runtime.md §1.6). ``seed``
     defaults to the session's seed. Never requires grad; records ``rand_uniform``.
@@ -84,7 +89,10 @@ def rand_uniform(shape: Sequence[int], seed: int | None = None, dtype: DTypeLike
 
 
 def bernoulli_mask(
-    shape: Sequence[int], keep_prob: float, seed: int | None = None, dtype: DTypeLike = DEFAULT_DTYPE
+    shape: Sequence[IntLike],
+    keep_prob: RealLike,
+    seed: IntLike | None = None,
+    dtype: DTypeLike = DEFAULT_DTYPE,
 ) -> Tensor:
     """A 0/1 mask, 1 where ``keep_prob > u / 2**32`` (strict), from ``keyOf(seed, counter)`` with
     the session's random counter (advanced once per call). Never requires grad; records
@@ -110,7 +118,7 @@ def bernoulli_mask(
     return run_op(BackendOp.BERNOULLI_MASK, (), params)
 
 
-def dropout(x: Tensor, p: float, training: bool = True, seed: int | None = None) -> Tensor:
+def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | None = None) -> Tensor:
     """Inverted dropout (``torch.nn.functional.dropout`` semantics, TorchLean's seeded mask): in
     training, ``x * mask / (1 - p)`` with ``mask = bernoulli_mask(x.shape, 1 - p)``; the realised
     mask is saved by the ``mul`` node for the backward. Identity when not training or ``p == 0``.

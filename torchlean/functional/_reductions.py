@@ -19,16 +19,16 @@ from torchlean.functional._operands import _on_device_of, _require_tensor
 from torchlean.functional._params import Axes, _axes, _axis_spelling, _keepdims_spelling, _required_axis
 from torchlean.functional._pointwise import exp, log
 from torchlean.functional._shape import concat, permute, reshape
-from torchlean.tensor import Tensor, _flag
+from torchlean.tensor import BoolLike, Tensor, _flag
 
 
 def reduce_sum(
     x: Tensor,
     axis: Axes | _Unset = _UNSET,
-    keepdims: bool | _Unset = _UNSET,
+    keepdims: BoolLike | _Unset = _UNSET,
     *,
     dim: Axes | _Unset = _UNSET,
-    keepdim: bool | _Unset = _UNSET,
+    keepdim: BoolLike | _Unset = _UNSET,
 ) -> Tensor:
     """Left-fold sum over ``axis`` (default None: all axes) (``torch.sum``); records
     ``reduce_sum``. As in torch, a rank-0 ``x`` takes ``axis`` 0 or -1 and gives its value, shape
@@ -56,10 +56,10 @@ def reduce_sum(
 def reduce_mean(
     x: Tensor,
     axis: Axes | _Unset = _UNSET,
-    keepdims: bool | _Unset = _UNSET,
+    keepdims: BoolLike | _Unset = _UNSET,
     *,
     dim: Axes | _Unset = _UNSET,
-    keepdim: bool | _Unset = _UNSET,
+    keepdim: BoolLike | _Unset = _UNSET,
 ) -> Tensor:
     """Left-fold mean over ``axis`` (None: all axes) (``torch.mean``); records ``reduce_mean``.
     A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims`` (or torch's ``dim=``,
@@ -77,7 +77,11 @@ def reduce_mean(
 
 
 def _reduction_params(
-    fn: str, axis: Axes | _Unset, keepdims: bool | _Unset, dim: Axes | _Unset, keepdim: bool | _Unset
+    fn: str,
+    axis: Axes | _Unset,
+    keepdims: BoolLike | _Unset,
+    dim: Axes | _Unset,
+    keepdim: BoolLike | _Unset,
 ) -> dict[str, object]:
     """The kernel parameters of ``reduce_sum``/``reduce_mean`` (``fn``) from either spelling of
     each argument (default: every axis, not kept)."""
@@ -88,10 +92,10 @@ def _reduction_params(
 def logsumexp(
     x: Tensor,
     axis: Axes | _Unset = _UNSET,
-    keepdims: bool | _Unset = _UNSET,
+    keepdims: BoolLike | _Unset = _UNSET,
     *,
     dim: Axes | _Unset = _UNSET,
-    keepdim: bool | _Unset = _UNSET,
+    keepdim: BoolLike | _Unset = _UNSET,
 ) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, max-shifted (``torch.logsumexp``: ``max + log(sum(exp(x
     - max)))``); ``axis`` (or torch's keyword ``dim=``; ``keepdim=`` for ``keepdims``) is None

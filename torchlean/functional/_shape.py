@@ -12,10 +12,10 @@ from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _ints
-from torchlean.tensor import Tensor, TensorTypeError
+from torchlean.tensor import IntLike, Tensor, TensorTypeError
 
 
-def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+def reshape(x: Tensor, shape: Sequence[IntLike]) -> Tensor:
     """Row-major reshape (one ``-1`` inferred) (``torch.reshape``); records ``reshape``.
 
     Raises:
@@ -26,7 +26,7 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     return run_op(BackendOp.RESHAPE, (x,), {"shape": _ints("reshape", "shape", shape)})
 
 
-def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
+def permute(x: Tensor, perm: Sequence[IntLike]) -> Tensor:
     """Output axis ``i`` is input axis ``perm[i]`` (``torch.permute``); records ``permute``.
 
     Raises:
@@ -36,7 +36,7 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
     return run_op(BackendOp.PERMUTE, (x,), {"perm": _ints("permute", "perm", perm)})
 
 
-def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
+def transpose(x: Tensor, axis0: IntLike, axis1: IntLike) -> Tensor:
     """Swap two axes (``torch.transpose``); each axis in ``[-ndim, ndim)``; records ``permute``.
     A rank-0 input takes axes in ``[-1, 0]``, as in torch (``transpose(0, 0)``, ``transpose(-1,
     0)``): the result is a new rank-0 tensor of the same value, its gradient the incoming one.
@@ -58,7 +58,7 @@ def transpose(x: Tensor, axis0: int, axis1: int) -> Tensor:
     return permute(x, perm)
 
 
-def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+def broadcast_to(x: Tensor, shape: Sequence[IntLike]) -> Tensor:
     """Materialised numpy-rule broadcast (``torch.broadcast_to``); records ``broadcast``. As in
     torch, ``-1`` keeps the size of an existing axis (``(3,)`` to ``(2, -1)`` gives ``(2, 3)``).
 
@@ -75,7 +75,9 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     return run_op(BackendOp.BROADCAST, (x,), {"shape": target})
 
 
-def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Unset = _UNSET) -> Tensor:
+def concat(
+    xs: Sequence[Tensor], axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset = _UNSET
+) -> Tensor:
     """Concatenate the tensors ``xs`` (a list or tuple) along ``axis`` (default 0, or torch's
     keyword ``dim=``) (``torch.cat``); records ``concat``. The inputs share one dtype (any,
     integer and bool too), the result's.
@@ -95,5 +97,5 @@ def concat(xs: Sequence[Tensor], axis: int | _Unset = _UNSET, *, dim: int | _Uns
             f"concat: xs must be a sequence of Tensors; got {what} (accepted: a list or tuple of "
             "Tensors, as torch.cat; write concat([x]) for one tensor)"
         )
-    axis = _axis_spelling("concat", axis, dim, 0)
-    return run_op(BackendOp.CONCAT, tuple(xs), {"axis": _int("concat", "axis", axis)})
+    chosen = _axis_spelling("concat", axis, dim, 0)
+    return run_op(BackendOp.CONCAT, tuple(xs), {"axis": _int("concat", "axis", chosen)})
