@@ -546,6 +546,22 @@ def test_dropout_identity_outside_training_and_p_one_zeroes() -> None:
         tl.dropout(x, 1.5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_of_a_numpy_float_p_is_that_of_its_value(dtype: type[np.floating[Any]]) -> None:
+    """review129 F2: ``p`` is typed ``RealLike`` and read as a float. It was used as given, so for
+    ``np.float32(1/3)`` ``1 / (1 - p)`` was rounded to float32 (1.5000001 where the value's is
+    1.50000002, 1.5 in float32), changing every kept value, and ``1 - p`` the mask's threshold."""
+    x = tl.tensor(np.ones(1000), dtype=dtype)
+    p = np.float32(1 / 3)
+    results = []
+    for given in (p, float(p)):
+        with tl.session(seed=1):
+            results.append(tl.dropout(x, given, seed=5).numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    kept = results[1][results[1] != 0.0]
+    assert kept.size > 0 and np.all(kept == dtype(1.0 / (1.0 - float(p))))
+
+
 def test_rand_uniform_draws_advance_the_session_counter() -> None:
     with tl.session(seed=11) as s:
         a = tl.rand_uniform((3, 4))

@@ -153,9 +153,10 @@ def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | N
         )
     if seed is not None:
         _seed("dropout", seed, None)  # refuses negatives and 2**64 and beyond, naming dropout
-    if not 0.0 <= _real("dropout", "p", p) <= 1.0:
+    prob = _real("dropout", "p", p)  # a float: a np.float32 p must not round 1 - p to float32
+    if not 0.0 <= prob <= 1.0:
         raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
-    if not _flag("dropout: training", training) or p == 0.0:
+    if not _flag("dropout: training", training) or prob == 0.0:
         return x
     if x.dtype not in (np.float32, np.float64):  # review109 F5: "bernoulli_mask: dtype dtype('int64')"
         raise TensorTypeError(
@@ -163,6 +164,6 @@ def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | N
             "by 1 / (1 - p)): give x a float dtype"
         )
     with storage.device_scope(x.device):  # the mask is drawn on x's device, not the current one
-        mask = bernoulli_mask(x.shape, 1.0 - p, seed=None if seed is None else int(seed), dtype=x.dtype)
+        mask = bernoulli_mask(x.shape, 1.0 - prob, seed=None if seed is None else int(seed), dtype=x.dtype)
     kept = mul(x, mask)
-    return kept if p == 1.0 else scale(kept, 1.0 / (1.0 - p))
+    return kept if prob == 1.0 else scale(kept, 1.0 / (1.0 - prob))
