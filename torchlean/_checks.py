@@ -40,6 +40,8 @@ __all__ = [
     "is_builtin_or_numpy_int",
     "is_int",
     "padding_index",
+    "plain_bool",
+    "plain_float",
     "shown",
 ]
 
@@ -83,6 +85,21 @@ def is_builtin_int(value: object) -> TypeGuard[int]:
 
 _LONG_INT_BITS = 333
 """Integers of more bits (about 100 decimal digits) are named by their size in messages."""
+
+
+def plain_float(value: float | np.floating[Any]) -> float:
+    """A builder's real argument (``RealLike``) as the ``float`` its record stores: a numpy float
+    (``np.float32(0.1)``) becomes the Python float of its value, as the record's own check would
+    convert it; anything else is passed on unchanged, for that check to accept (a Python number)
+    or refuse with its message (a bool, a string, at run time)."""
+    return float(value) if isinstance(value, np.floating) else value
+
+
+def plain_bool(value: bool | np.bool_) -> bool:
+    """A builder's flag (``BoolLike``) as the ``bool`` its record stores: a numpy bool becomes a
+    Python bool, as the record's own check would convert it; anything else is passed on unchanged,
+    for that check to refuse with its message at run time."""
+    return bool(value) if isinstance(value, np.bool_) else value
 
 
 def int_overflow(value: int, dtype: np.dtype[Any]) -> str | None:

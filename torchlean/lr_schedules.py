@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from torchlean._checks import is_int
 from torchlean.backend.errors import TorchLeanError
+from torchlean.tensor import IntLike, RealLike
 
 __all__ = ["ScheduleError", "warmup_cosine"]
 
@@ -35,7 +36,7 @@ def _rate(name: str, value: object) -> float:
 
 
 def warmup_cosine(
-    lr: float, warmup_steps: int, total_steps: int, *, min_lr: float = 0.0
+    lr: RealLike, warmup_steps: IntLike, total_steps: IntLike, *, min_lr: RealLike = 0.0
 ) -> Callable[[int], float]:
     """The linear-warmup cosine schedule of transformer training: the rate of step ``t`` (from 0)
     is ``lr * t / warmup_steps`` while ``t < warmup_steps``, then

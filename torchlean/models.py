@@ -45,6 +45,7 @@ from torchlean._checks import checked_int
 from torchlean.backend.display import name_shown
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.nn.layers import Layer, ShapeError
+from torchlean.tensor import RealLike
 
 __all__ = ["MODELS", "build_model", "checked_dropout"]
 
@@ -94,7 +95,7 @@ def checked_dropout(p: object) -> float:
 
 
 def build_model(
-    name: str, features: int, outputs: int, *, hidden: int = 64, dropout: float = 0.0
+    name: str, features: int, outputs: int, *, hidden: int = 64, dropout: RealLike = 0.0
 ) -> tuple[Layer, tuple[int, ...]]:
     """The model ``name`` for ``features`` inputs and ``outputs`` outputs, and its input shape.
 

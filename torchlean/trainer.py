@@ -72,7 +72,7 @@ from torchlean.optim import (
     names_shown,
 )
 from torchlean.optim._groups import freezing
-from torchlean.tensor import Tensor
+from torchlean.tensor import BoolLike, RealLike, Tensor
 from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_entropy_terms, squared_errors
 
 __all__ = [
@@ -339,11 +339,11 @@ class RunConfig:
         execution: ExecutionMode | str = ExecutionMode.EAGER,
         device: Device | str = Device.CPU,
         profile: str | BackendProfile | None = None,
-        show_backend: bool = False,
+        show_backend: BoolLike = False,
         dtype: npt.DTypeLike = "float32",
-        max_grad_norm: float | None = None,
+        max_grad_norm: RealLike | None = None,
         param_groups: Sequence[ParamGroup] = (),
-        max_grad_value: float | None = None,
+        max_grad_value: RealLike | None = None,
     ) -> None:
         if not isinstance(optimizer, OptimizerConfig):
             known = " | ".join(f"optim.{name}(...)" for name in OPTIMIZERS)
@@ -756,7 +756,7 @@ class Trainer(Generic[In, Out]):
         config: RunConfig | None = None,
         seed: int | np.integer[Any] = 0,
         input_shape: InputShape | None = None,
-        label_smoothing: float = 0.0,
+        label_smoothing: RealLike = 0.0,
     ) -> None:
         if not isinstance(layer, Layer):
             raise TrainerError(not_a_layer(layer))

@@ -1,9 +1,11 @@
-"""numpy scalars where the run time takes them, in ``torchlean.functional`` and the ``Tensor``
-methods: an integer parameter (axis, dim, shape, permutation, slice bound, seed, ``groups``,
+"""numpy scalars where the run time takes them. In ``torchlean.functional`` and the ``Tensor``
+methods an integer parameter (axis, dim, shape, permutation, slice bound, seed, ``groups``,
 ``padding_idx``, ``ignore_index``, ``normalized_ndim``) takes a numpy integer (``IntLike``), a
 flag (``keepdims``, ``training``, ``is_causal``, ``requires_grad``) a numpy bool (``BoolLike``)
 and a real parameter (a factor, a bound, ``eps``, a probability, ``scale``) a numpy float such
-as ``np.float32`` (``RealLike``), as at run time (review129 F1, F2).
+as ``np.float32`` (``RealLike``); so do the real parameters (and the optimizers' flags) of the
+``nn`` layer builders, the optimizers, the clipping functions, ``RunConfig`` and ``Trainer``, as
+at run time (review129 F1, F2).
 
 mypy reports nothing here (tests/typing/test_mypy_examples.py), and the program runs
 (tests/typing/test_numpy_scalars.py runs it and checks what it prints).
@@ -15,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 import torchlean as tl
+from torchlean import nn, optim
+from torchlean.models import build_model
+from torchlean.trainer import Objective, RunConfig, Trainer
 
 i = np.int64(1)  # e.g. read from an integer array
 on, off = np.bool_(True), np.bool_(False)
@@ -99,6 +104,56 @@ loss.backward()
 leaf = tl.tensor(np.ones(3)).requires_grad_(on)
 leaf.requires_grad = off
 
+model = nn.build(
+    nn.sequential(
+        nn.linear(4, 4),
+        nn.leaky_relu(np.float32(0.125)),
+        nn.layer_norm(4, eps=np.float32(1e-5)),
+        nn.dropout(r),
+        nn.linear(4, 3),
+    ),
+    input_shape=(4,),
+    seed=np.int64(0),
+)
+norms = nn.sequential(nn.batch_norm1d(4, eps=np.float32(1e-5), momentum=r))
+records = [
+    optim.sgd(lr=r, momentum=r, dampening=r, weight_decay=r, nesterov=off),
+    optim.adam(r, np.float32(0.5), np.float32(0.75), np.float32(1e-6), r, on),
+    optim.adam(lr=r, betas=(np.float32(0.5), np.float32(0.75))),
+    optim.adamw(lr=r, weight_decay=r, amsgrad=off),
+    optim.rmsprop(lr=r, alpha=np.float32(0.5), eps=np.float32(1e-6), momentum=r, centered=on),
+    optim.adagrad(lr=r, lr_decay=r, weight_decay=r, initial_accumulator_value=r, eps=np.float32(1e-6)),
+    optim.by_name("adam", r),
+]
+groups = [
+    optim.group("bias", weight_decay=np.float32(0.0), lr_scale=r, amsgrad=on),
+    optim.group("weight", betas=(np.float32(0.5), np.float32(0.75))),
+    optim.group("weight", alpha=np.float32(0.5)),
+    optim.group("^0", frozen=on),
+]
+grads: list[npt.NDArray[Any] | None] = [np.ones(3, dtype=np.float32), None]
+clipped = optim.clip_grad_value(grads, r)
+rescaled, norm = optim.clip_grad_norm(grads, r, norm_type=np.float32(2.0))
+schedule = optim.warmup_cosine(r, 1, 10, min_lr=np.float32(0.0))
+params = model.tensors()
+optimizer = optim.sgd(lr=0.1).create(model.parameters, names=model.names)
+optimizer.set_lr(r)
+for p in params:
+    p.grad = tl.tensor(np.ones(p.shape, dtype=np.float32))
+step_norm = optimizer.step_(params, max_grad_norm=r, max_grad_value=np.float32(10.0))
+
+config = RunConfig(optimizer=records[0], show_backend=off, max_grad_norm=r, max_grad_value=np.float32(1.0))
+trainer: Trainer[object, object] = Trainer(
+    nn.sequential(nn.linear(3, 3), nn.dropout(r)),
+    objective=Objective.CROSS_ENTROPY,
+    config=config,
+    seed=np.int64(0),
+    label_smoothing=r,
+)
+built = build_model("mlp", 4, 3, hidden=8, dropout=r)
 
 print([tuple(y.shape) for y in functional + losses + windows + methods])
 print(type(leaf.requires_grad).__name__, leaf.requires_grad, t.grad is not None)
+print(type(records[0].lr).__name__, records[0].lr, type(config.max_grad_norm).__name__, trainer.label_smoothing)
+print(type(groups[0].overrides[0][1]).__name__, groups[0].frozen, groups[3].frozen, type(norm).__name__)
+print(len(clipped), len(rescaled), schedule(0), type(step_norm).__name__, built[0].describe().count("dropout"))

@@ -23,7 +23,10 @@ import numpy as np
 from test_mypy_examples import EXAMPLES, run_mypy
 
 import torchlean.functional as F
-from torchlean import Tensor
+from torchlean import Tensor, nn, optim
+from torchlean.lr_schedules import warmup_cosine
+from torchlean.models import build_model
+from torchlean.trainer import RunConfig, Trainer
 
 EXAMPLE = EXAMPLES / "numpy_scalars.py"
 
@@ -73,6 +76,33 @@ def test_no_functional_or_tensor_parameter_is_a_bare_int_bool_or_float() -> None
     assert plain_parameters(public_tensor_methods()) == []
 
 
+def builders() -> Iterator[tuple[str, Callable[..., object]]]:
+    """The functions and methods that take real numbers beside the functional ops: the ``nn``
+    layer builders, the optimizers' builders and clipping, the schedule, ``Optimizer``'s methods,
+    ``RunConfig``, ``Trainer`` and ``build_model``. Not the records they build (``optim.SGD``,
+    ``nn.layers.Dropout``, ``nn.ParamSpec``): their fields say what they store, a float."""
+    for module in (nn, optim):
+        for name in module.__all__:
+            member = getattr(module, name)
+            if inspect.isfunction(member):
+                yield f"{module.__name__}.{name}", member
+    for cls in (optim.Optimizer, RunConfig, Trainer):
+        for name, member in vars(cls).items():
+            if inspect.isfunction(member) and (not name.startswith("_") or name == "__init__"):
+                yield f"{cls.__name__}.{name}", member
+    yield "warmup_cosine", warmup_cosine
+    yield "build_model", build_model
+
+
+def test_no_real_parameter_of_a_builder_is_a_bare_float() -> None:
+    """review129 F2 (sizes and the layers' own flags stay ``int``/``bool``: README says so; a
+    callback's ``float``, ``Trainer.fit(on_batch=, lr_schedule=)``, is what torchlean passes to it
+    or takes from it, not an argument)."""
+    bare_float = re.compile(r"\(\w+: .*(?<![\w.])float(?![\w\[])")
+    found = [entry for entry in plain_parameters(builders()) if bare_float.search(entry)]
+    assert [entry for entry in found if "Callable[" not in entry] == []
+
+
 def test_the_signature_check_sees_a_bare_int() -> None:
     """Control: the check reports what it is meant to report."""
 
@@ -103,7 +133,7 @@ def test_the_example_runs() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         runpy.run_path(str(EXAMPLE), run_name="__main__")
-    shapes, flags = out.getvalue().splitlines()
+    shapes, flags, *stored = out.getvalue().splitlines()
     assert shapes == str(
         [(2, 3, 4)] * 5 + [(2, 6, 4)] * 2 + [(2, 1, 4)] * 2 + [(2, 3, 4)] * 2
         + [(2, 4, 3), (3, 2, 4), (24,), (2, 2, 3, 4), (2, 2, 2), (2, 3), (2, 3)]
@@ -113,3 +143,5 @@ def test_the_example_runs() -> None:
         + [(2, 1, 4), (2,), (2, 1, 4), (2, 3, 4), (2, 1, 4), (2, 1, 4), (4,), (2, 3, 4), (2, 3, 4)]
     )
     assert flags == "bool False True"  # the setter stored a Python bool; backward ran
+    # the records store Python floats and bools (converted as before), the trainer a float
+    assert stored == ["float 0.25 float 0.25", "float False True float", "2 2 0.0 float 2"]

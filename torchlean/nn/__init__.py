@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import TypeVar, cast, overload
 
-from torchlean._checks import is_int
+from torchlean._checks import is_int, plain_float
 from torchlean.nn.attention import MultiHeadAttention, TransformerBlock
 from torchlean.nn.layers import (
     Activation,
@@ -53,6 +53,7 @@ from torchlean.nn.layers import (
     ShapeError,
 )
 from torchlean.nn.model import Model, StateError, build
+from torchlean.tensor import RealLike
 
 
 def _axes(value: int | Sequence[int]) -> tuple[int, ...]:
@@ -153,7 +154,7 @@ def softplus() -> Activation:
     return Activation("softplus")
 
 
-def leaky_relu(negative_slope: float = 0.01) -> LeakyReLU:
+def leaky_relu(negative_slope: RealLike = 0.01) -> LeakyReLU:
     """``x`` for ``x > 0``, else ``negative_slope * x`` (``torch.nn.LeakyReLU``); shape
     preserving. The gradient at exactly ``x == 0`` is 0, where torch's is ``negative_slope``
     (:class:`~torchlean.nn.layers.LeakyReLU`).
@@ -161,7 +162,7 @@ def leaky_relu(negative_slope: float = 0.01) -> LeakyReLU:
     Raises:
         ShapeError: ``negative_slope`` not a finite real number.
     """
-    return LeakyReLU(negative_slope)
+    return LeakyReLU(plain_float(negative_slope))
 
 
 def identity() -> Identity:
@@ -169,7 +170,7 @@ def identity() -> Identity:
     return Identity()
 
 
-def dropout(p: float = 0.5) -> Dropout:
+def dropout(p: RealLike = 0.5) -> Dropout:
     """Inverted dropout with drop probability ``p`` (``torch.nn.Dropout``, whose default 0.5 this
     keeps): identity in evaluation,
     ``x * mask / (1 - p)`` with a seeded mask in training (zeros for ``p == 1``, as torch); in a
@@ -179,10 +180,10 @@ def dropout(p: float = 0.5) -> Dropout:
     Raises:
         ShapeError: ``p`` is not a real number (bools and strings are refused) or not in ``[0, 1]``.
     """
-    return Dropout(p)
+    return Dropout(plain_float(p))
 
 
-def layer_norm(normalized_shape: int | Sequence[int], eps: float = 1e-5) -> LayerNorm:
+def layer_norm(normalized_shape: int | Sequence[int], eps: RealLike = 1e-5) -> LayerNorm:
     """Layer normalisation over the trailing ``normalized_shape`` axes with a learned weight (ones)
     and bias (zeros), each of shape ``normalized_shape``, ``torch.nn.LayerNorm(normalized_shape,
     eps)``. Shape preserving.
@@ -192,11 +193,11 @@ def layer_norm(normalized_shape: int | Sequence[int], eps: float = 1e-5) -> Laye
             ``eps`` is not a finite real number >= 0 (0 as torch); at build, a sample whose
             trailing axes are not ``normalized_shape``.
     """
-    return LayerNorm(cast(Shape, normalized_shape), eps)
+    return LayerNorm(cast(Shape, normalized_shape), plain_float(eps))
 
 
 def batch_norm1d(
-    num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+    num_features: int, eps: RealLike = 1e-5, momentum: RealLike = 0.1, affine: bool = True
 ) -> BatchNorm:
     """Batch normalisation of ``(C,)`` or ``(C, L)`` samples over the batch (and length) axes,
     ``torch.nn.BatchNorm1d(num_features, eps, momentum, affine)``: a weight (ones) and bias (zeros)
@@ -216,11 +217,11 @@ def batch_norm1d(
             torch refuses too (``Trainer.fit`` and ``step`` refuse it up front with
             ``TrainerError``).
     """
-    return BatchNorm(num_features, 1, eps, momentum, affine)
+    return BatchNorm(num_features, 1, plain_float(eps), plain_float(momentum), affine)
 
 
 def batch_norm2d(
-    num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True
+    num_features: int, eps: RealLike = 1e-5, momentum: RealLike = 0.1, affine: bool = True
 ) -> BatchNorm:
     """Batch normalisation of ``(C, H, W)`` samples over the batch and spatial axes,
     ``torch.nn.BatchNorm2d(num_features, eps, momentum, affine)``; parameters, buffers, training
@@ -232,7 +233,7 @@ def batch_norm2d(
         GuardError: training on one value per channel (a batch of one ``(C, 1, 1)`` sample; as
             :func:`batch_norm1d`).
     """
-    return BatchNorm(num_features, 2, eps, momentum, affine)
+    return BatchNorm(num_features, 2, plain_float(eps), plain_float(momentum), affine)
 
 
 def conv1d(

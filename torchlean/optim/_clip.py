@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from torchlean._checks import shown
 from torchlean.optim._common import _FLOAT_DTYPES, Array, OptimizerError, _listed, _not_a_float_array
+from torchlean.tensor import RealLike
 
 
 def _real(name: str, value: object, caller: str = "clip_grad_norm") -> float:
@@ -55,7 +56,7 @@ def _checked_grads(grads: object, caller: str) -> list[Array | None]:
     return listed
 
 
-def clip_grad_value(grads: Sequence[Array | None], clip_value: float) -> list[Array | None]:
+def clip_grad_value(grads: Sequence[Array | None], clip_value: RealLike) -> list[Array | None]:
     """Clamp every gradient entry to ``[-clip_value, clip_value]``
     (``torch.nn.utils.clip_grad_value_``): returns the clipped gradients, new arrays of the
     gradients' shapes and dtypes (``None`` entries stay ``None``, as torch skips parameters
@@ -91,7 +92,7 @@ def _left_fold(terms: npt.NDArray[Any]) -> Any:
 
 
 def clip_grad_norm(
-    grads: Sequence[Array | None], max_norm: float, *, norm_type: float | str = 2.0
+    grads: Sequence[Array | None], max_norm: RealLike, *, norm_type: RealLike | str = 2.0
 ) -> tuple[list[Array | None], float]:
     """Scale the gradients so that their total norm is at most ``max_norm``
     (``torch.nn.utils.clip_grad_norm_``): returns the clipped gradients (new arrays; ``None``

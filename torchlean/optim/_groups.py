@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from torchlean._checks import shown
+from torchlean._checks import plain_bool, plain_float, shown
 from torchlean.optim._common import OptimizerError, _type_name
-from torchlean.tensor import _preview
+from torchlean.tensor import BoolLike, RealLike, _preview
 
 if TYPE_CHECKING:
     from torchlean.optim._records import OptimizerConfig
@@ -205,10 +205,10 @@ def group(
     match: str | re.Pattern[str] | Selector,
     /,
     *,
-    betas: tuple[float, float] | None = None,
-    alpha: float | None = None,
-    frozen: bool = False,
-    **overrides: float | bool,
+    betas: tuple[RealLike, RealLike] | None = None,
+    alpha: RealLike | None = None,
+    frozen: BoolLike = False,
+    **overrides: RealLike | BoolLike,
 ) -> ParamGroup:
     """A parameter group (:class:`ParamGroup`): the parameters ``match`` selects by name (a
     regular expression searched in the name, or a function ``(name, shape) -> bool``) take the
@@ -247,7 +247,14 @@ def group(
                 f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, {given})"
             )
         overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
-    return ParamGroup(match, tuple(overrides.items()), frozen)
+    plain = tuple((key, _plain_override(value)) for key, value in overrides.items())
+    return ParamGroup(match, plain, plain_bool(frozen))
+
+
+def _plain_override(value: RealLike | BoolLike) -> float | bool:
+    """An override of :func:`group` as :class:`ParamGroup` stores it: a numpy bool or float as the
+    Python one (as ``ParamGroup`` converts it), anything else unchanged for its checks."""
+    return bool(value) if isinstance(value, np.bool_) else plain_float(value)
 
 
 def _listed_groups(groups: object) -> list[ParamGroup]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import shown, shown_briefly
+from torchlean._checks import plain_bool, plain_float, shown, shown_briefly
 from torchlean._interrupts import store_together
 from torchlean._module_hints import OPTIMIZER_HINTS, missing_attribute
 from torchlean._slots import PicklesAtEveryProtocol
@@ -44,7 +44,7 @@ from torchlean.optim._groups import (
 )
 from torchlean.optim._ties import refuse_split_ties
 from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_order
-from torchlean.tensor import Tensor
+from torchlean.tensor import BoolLike, RealLike, Tensor
 
 Updated = tuple[Array, Array, Array, Array | None]
 """What :meth:`OptimizerConfig.update` returns: the new parameter and its new state buffers
@@ -783,7 +783,7 @@ class Optimizer(PicklesAtEveryProtocol):
             detail = str(error).removeprefix("optimizer: ")
             raise OptimizerError(f"optimizer: state entry lr: {detail}") from None
 
-    def set_lr(self, lr: float) -> None:
+    def set_lr(self, lr: RealLike) -> None:
         """Use learning rate ``lr`` from the next :meth:`step` on, keeping the state (torch's
         ``param_group["lr"] = lr``, which its LR schedulers set); ``config`` becomes the record
         with this ``lr``, and each group's rate ``lr * lr_scale`` (torch's schedulers scale every
@@ -794,7 +794,7 @@ class Optimizer(PicklesAtEveryProtocol):
                 record is built: ``optimizer: learning rate must be finite and nonnegative, got
                 -0.1``), or a group's scaled rate out of it; the optimizer is unchanged.
         """
-        config = replace(self.config, lr=lr)  # type: ignore[type-var]
+        config = replace(self.config, lr=plain_float(lr))  # type: ignore[type-var]
         group_configs = [_group_config(config, g) for g in self.groups]
         self.config, self.group_configs = config, group_configs
 
@@ -802,8 +802,8 @@ class Optimizer(PicklesAtEveryProtocol):
         self,
         params: Sequence[Tensor],
         *,
-        max_grad_norm: float | None = None,
-        max_grad_value: float | None = None,
+        max_grad_norm: RealLike | None = None,
+        max_grad_value: RealLike | None = None,
     ) -> float | None:
         """Update the tensors ``params`` in place from their ``.grad`` and then set every ``.grad``
         to ``None``: torch's ``optimizer.step()`` followed by ``optimizer.zero_grad()`` (with
@@ -986,12 +986,12 @@ class Optimizer(PicklesAtEveryProtocol):
 
 @torch_order
 def sgd(
-    lr: float = 0.01,
-    momentum: float = 0.0,
+    lr: RealLike = 0.01,
+    momentum: RealLike = 0.0,
     *,
-    dampening: float = 0.0,
-    weight_decay: float = 0.0,
-    nesterov: bool = False,
+    dampening: RealLike = 0.0,
+    weight_decay: RealLike = 0.0,
+    nesterov: BoolLike = False,
 ) -> SGD:
     """SGD with heavy-ball momentum, or Nesterov's with ``nesterov=True``, ``dampening`` of the
     momentum and L2 ``weight_decay`` added to the gradient (``torch.optim.SGD``, whose update rule
@@ -1011,10 +1011,16 @@ def sgd(
             finite and satisfy 0 <= momentum < 1, got 1.0``); ``nesterov=True`` without momentum or
             with dampening.
     """
-    return SGD(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
+    return SGD(
+        lr=plain_float(lr),
+        momentum=plain_float(momentum),
+        dampening=plain_float(dampening),
+        weight_decay=plain_float(weight_decay),
+        nesterov=plain_bool(nesterov),
+    )
 
 
-def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
+def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, float]:
     """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed); a
     ``beta1``/``beta2`` left at its default is overridden by ``betas``.
 
@@ -1036,7 +1042,7 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
             f"params, and beta1, beta2 one by one: pass betas={pair} (or beta1=, beta2=) by keyword"
         )
     if betas is None:
-        return beta1, beta2
+        return plain_float(beta1), plain_float(beta2)
     if not isinstance(betas, tuple | list) or len(betas) != 2:
         raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
     if (beta1, beta2) != (0.9, 0.999):
@@ -1044,19 +1050,19 @@ def _betas(betas: object, beta1: float, beta2: float) -> tuple[float, float]:
             f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, beta1={beta1!r}, "
             f"beta2={beta2!r})"
         )
-    return betas[0], betas[1]
+    return plain_float(betas[0]), plain_float(betas[1])
 
 
 @torch_order
 def adam(
-    lr: float = 0.001,
-    beta1: float = 0.9,
-    beta2: float = 0.999,
-    eps: float = 1e-8,
-    weight_decay: float = 0.0,
-    amsgrad: bool = False,
+    lr: RealLike = 0.001,
+    beta1: RealLike = 0.9,
+    beta2: RealLike = 0.999,
+    eps: RealLike = 1e-8,
+    weight_decay: RealLike = 0.0,
+    amsgrad: BoolLike = False,
     *,
-    betas: tuple[float, float] | None = None,
+    betas: tuple[RealLike, RealLike] | None = None,
 ) -> Adam:
     """Adam (``torch.optim.Adam``; Kingma & Ba 2015), ``weight_decay`` the L2 penalty torch adds to
     the gradient (:func:`adamw` decouples it); values are checked as by :func:`sgd`: ``lr`` finite
@@ -1073,20 +1079,27 @@ def adam(
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
-    beta1, beta2 = _betas(betas, beta1, beta2)
-    return Adam(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
+    b1, b2 = _betas(betas, beta1, beta2)
+    return Adam(
+        lr=plain_float(lr),
+        beta1=b1,
+        beta2=b2,
+        eps=plain_float(eps),
+        weight_decay=plain_float(weight_decay),
+        amsgrad=plain_bool(amsgrad),
+    )
 
 
 @torch_order
 def adamw(
-    lr: float = 0.001,
-    beta1: float = 0.9,
-    beta2: float = 0.999,
-    eps: float = 1e-8,
-    weight_decay: float = 0.01,
-    amsgrad: bool = False,
+    lr: RealLike = 0.001,
+    beta1: RealLike = 0.9,
+    beta2: RealLike = 0.999,
+    eps: RealLike = 1e-8,
+    weight_decay: RealLike = 0.01,
+    amsgrad: BoolLike = False,
     *,
-    betas: tuple[float, float] | None = None,
+    betas: tuple[RealLike, RealLike] | None = None,
 ) -> AdamW:
     """AdamW, decoupled weight decay (``torch.optim.AdamW``; Loshchilov & Hutter 2019); domains as
     :func:`adam`, plus ``weight_decay`` finite and >= 0; ``betas=(beta1, beta2)`` and ``amsgrad``
@@ -1098,20 +1111,27 @@ def adamw(
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
-    beta1, beta2 = _betas(betas, beta1, beta2)
-    return AdamW(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
+    b1, b2 = _betas(betas, beta1, beta2)
+    return AdamW(
+        lr=plain_float(lr),
+        beta1=b1,
+        beta2=b2,
+        eps=plain_float(eps),
+        weight_decay=plain_float(weight_decay),
+        amsgrad=plain_bool(amsgrad),
+    )
 
 
 @torch_order
 def rmsprop(
-    lr: float = 0.01,
-    decay: float = 0.99,
-    eps: float = 1e-8,
-    weight_decay: float = 0.0,
-    momentum: float = 0.0,
-    centered: bool = False,
+    lr: RealLike = 0.01,
+    decay: RealLike = 0.99,
+    eps: RealLike = 1e-8,
+    weight_decay: RealLike = 0.0,
+    momentum: RealLike = 0.0,
+    centered: BoolLike = False,
     *,
-    alpha: float | None = None,
+    alpha: RealLike | None = None,
 ) -> RMSprop:
     """RMSprop, ``decay`` = torch's ``alpha`` (``torch.optim.RMSprop``, its arguments in its
     order; ``alpha=`` is accepted as torch spells it): L2 ``weight_decay`` added to the gradient,
@@ -1132,17 +1152,22 @@ def rmsprop(
             )
         decay = alpha
     return RMSprop(
-        lr=lr, decay=decay, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered
+        lr=plain_float(lr),
+        decay=plain_float(decay),
+        eps=plain_float(eps),
+        weight_decay=plain_float(weight_decay),
+        momentum=plain_float(momentum),
+        centered=plain_bool(centered),
     )
 
 
 @torch_order
 def adagrad(
-    lr: float = 0.01,
-    lr_decay: float = 0.0,
-    weight_decay: float = 0.0,
-    initial_accumulator_value: float = 0.0,
-    eps: float = 1e-10,
+    lr: RealLike = 0.01,
+    lr_decay: RealLike = 0.0,
+    weight_decay: RealLike = 0.0,
+    initial_accumulator_value: RealLike = 0.0,
+    eps: RealLike = 1e-10,
 ) -> Adagrad:
     """Adagrad (``torch.optim.Adagrad``, its arguments in its order; Duchi et al. 2011): step ``t``
     runs at ``lr / (1 + (t - 1) * lr_decay)``, L2 ``weight_decay`` is added to the gradient, and the
@@ -1153,11 +1178,11 @@ def adagrad(
         OptimizerError: a value that is not a real number or out of its domain.
     """
     return Adagrad(
-        lr=lr,
-        lr_decay=lr_decay,
-        weight_decay=weight_decay,
-        initial_accumulator_value=initial_accumulator_value,
-        eps=eps,
+        lr=plain_float(lr),
+        lr_decay=plain_float(lr_decay),
+        weight_decay=plain_float(weight_decay),
+        initial_accumulator_value=plain_float(initial_accumulator_value),
+        eps=plain_float(eps),
     )
 
 
@@ -1170,7 +1195,7 @@ OPTIMIZERS: dict[str, type[OptimizerConfig]] = {
 }
 
 
-def by_name(name: str, lr: float) -> OptimizerConfig:
+def by_name(name: str, lr: RealLike) -> OptimizerConfig:
     """The optimizer called ``name`` with learning rate ``lr`` and default other settings,
     validated at once.
 
@@ -1180,4 +1205,4 @@ def by_name(name: str, lr: float) -> OptimizerConfig:
     """
     if not isinstance(name, str) or name not in OPTIMIZERS:
         raise UnknownLabelError(f"unknown optimizer {name_shown(name)} (known: {' | '.join(OPTIMIZERS)})")
-    return OPTIMIZERS[name](lr=lr)  # type: ignore[call-arg]
+    return OPTIMIZERS[name](lr=plain_float(lr))  # type: ignore[call-arg]
