@@ -933,8 +933,8 @@ def test_flags_accept_only_bools(call: Callable[[tl.Tensor], object], match: str
     with pytest.raises(TensorTypeError, match=match):
         call(_x())
     x = _x()  # numpy bools are bools
-    assert tl.reduce_sum(x, 0, keepdims=np.True_).shape == (1, 2)  # type: ignore[arg-type]
-    assert tl.dropout(x, 0.5, training=np.False_) is x  # type: ignore[arg-type]
+    assert tl.reduce_sum(x, 0, keepdims=np.True_).shape == (1, 2)
+    assert tl.dropout(x, 0.5, training=np.False_) is x
 
 
 def test_a_torch_tensor_operand_is_named_with_its_conversion():

@@ -952,9 +952,9 @@ def test_requires_grad_accepts_only_bools_as_torch(value: object) -> None:
 
 
 def test_numpy_bools_are_bools() -> None:
-    t = tl.tensor([1.0], requires_grad=np.True_)  # type: ignore[arg-type]
+    t = tl.tensor([1.0], requires_grad=np.True_)
     assert t.requires_grad is True
-    t.requires_grad = np.False_  # type: ignore[assignment]
+    t.requires_grad = np.False_
     assert t.requires_grad is False
 
 
