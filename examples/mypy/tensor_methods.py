@@ -1,8 +1,12 @@
 """torch-style Tensor methods type as torch's: each returns a ``Tensor``; ``sum``/``mean`` take
 torch's ``dim=``/``keepdim=`` and numpy's ``axis=``/``keepdims=``; ``softmax`` needs its ``dim``
 as torch's does. What torchlean refuses at run time is an error here too (review117 F1, F3):
-``view`` (torchlean has no views), ``**`` and the ordering comparisons (no catalog op); array
+``view`` (torchlean has no views), ``**`` and the ordering comparisons (no catalog op), and
+``to`` without a device or with a dtype (it moves between devices only: review129 F3); array
 data beside a Tensor gives a Tensor (review117 F2; numpy's side needs the plugin), but in ``@``.
+(``x.to(torch.float64)`` is an error too where mypy follows torch, as users' configurations do:
+``torch.dtype`` is no ``str | torch.device``; the marker test skips torch, and
+test_tensor_to_refuses_a_dtype_where_mypy_follows_torch checks it.)
 
 The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
 compares them); the unmarked lines are clean.
@@ -70,3 +74,7 @@ array += x  # E: += of a torchlean Tensor into array data is refused at run time
 x.softmax()  # E: Missing positional argument "dim" in call to "softmax" of "Tensor"  [call-arg]
 x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "float"; expected "int | integer[Any] | Sequence[int | integer[Any]] | _Unset | None"  [arg-type]
 x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | floating[Any] | None"  [arg-type]
+assert_type(x.to("cpu"), Tensor)
+x.to()  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg]
+x.to("cpu", dtype=np.float32)  # E: Argument "dtype" to "to" of "Tensor" has incompatible type "type[floating[Any]]"; expected "None"  [arg-type]
+x.to(dtype="float64")  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg] # E: Argument "dtype" to "to" of "Tensor" has incompatible type "str"; expected "None"  [arg-type]

@@ -75,14 +75,23 @@ def expected_reports(files: list[Path]) -> set[Report]:
 
 
 def run_mypy(
-    files: list[Path], workdir: Path, *, plugins: str = str(PLUGIN), extra: str = "", cache: str | None = None
+    files: list[Path],
+    workdir: Path,
+    *,
+    plugins: str = str(PLUGIN),
+    extra: str = "",
+    cache: str | None = None,
+    follow_torch: bool = False,
 ) -> tuple[set[Report], list[str]]:
     """Run mypy once over ``files``; return the parsed reports and any unparsable output lines.
 
     ``plugins`` replaces the plugin list (comma-separated), ``extra`` adds lines to the
-    ``[mypy]`` section of the configuration and ``cache`` replaces the cache directory."""
+    ``[mypy]`` section of the configuration and ``cache`` replaces the cache directory;
+    ``follow_torch`` reads torch's own types, as a user's configuration does (slower)."""
     config = workdir / "mypy.ini"
     text = CONFIG.format(plugin=plugins, stubs=REPO / "stubs", repo=REPO)
+    if follow_torch:
+        text = text.replace("torch.*,", "", 1)
     config.write_text(text.replace("[mypy]\n", f"[mypy]\n{extra}", 1))
     stdout, stderr, _status = api.run(
         [
@@ -510,6 +519,41 @@ def test_cross_module_alias_needs_a_fresh_cache(workdir: Path) -> None:
     assert copy_reports(2, None) == []  # app edited, helpers read from the cache: not followed
     assert copy_reports(3, "/dev/null") == [7]
     assert copy_reports(4, "/dev/null") == [7]
+
+
+TORCH_SPELLINGS = """\
+import numpy as np
+import torch
+
+import torchlean as tl
+
+x = tl.tensor(np.ones((2, 3)))
+x.to(torch.device("cpu"))
+x.to(torch.float64)
+x.to(np.float32)
+x.to(dtype=torch.float64)
+"""
+
+
+def test_tensor_to_refuses_a_dtype_where_mypy_follows_torch(workdir: Path) -> None:
+    """review129 F3: ``Tensor.to`` takes a device, ``str | torch.device``, as the run time does
+    (``tensor_methods.py`` shows the other refused spellings, under this test's configuration,
+    which skips torch and so reads ``torch.device`` as ``Any``); a dtype, torch's or numpy's, is
+    reported where it is written. The run time refuses each (tests/runtime/test_tensor.py)."""
+    folder = workdir / "torch_spellings"
+    folder.mkdir()
+    source = folder / "torch_spellings.py"
+    source.write_text(TORCH_SPELLINGS)
+    actual, stray = run_mypy([source], folder, follow_torch=True)
+    assert stray == []
+    assert [f"{r.line}: {r.message}" for r in sorted(actual)] == [
+        '8: Argument 1 to "to" of "Tensor" has incompatible type "dtype"; expected "str | device"'
+        "  [arg-type]",
+        '9: Argument 1 to "to" of "Tensor" has incompatible type "type[floating[Any]]"; expected '
+        '"str | device"  [arg-type]',
+        '10: Argument "dtype" to "to" of "Tensor" has incompatible type "dtype"; expected "None"  [arg-type]',
+        '10: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg]',
+    ]
 
 
 def test_correct_program_runs() -> None:

@@ -42,7 +42,7 @@ def layer_norm(
     normalized_ndim: IntLike = 1,
     eps: RealLike = 1e-5,
     *,
-    normalized_shape: object = None,
+    normalized_shape: None = None,
 ) -> Tensor:
     """Normalise over the trailing ``normalized_ndim`` axes, then ``* weight + bias``
     (``torch.nn.functional.layer_norm``, biased variance); records ``layer_norm``.
@@ -53,7 +53,8 @@ def layer_norm(
     The order differs from torch's ``layer_norm(input, normalized_shape, weight=None, bias=None,
     eps=1e-5)``: the normalised axes are given as a count, ``normalized_ndim=`` (4th), not as
     torch's shape (2nd); a torch-style shape in weight's place (``tl.layer_norm(x, (3,))``) or
-    as torch's keyword (``normalized_shape=(3,)``) is refused with a message saying so.
+    as torch's keyword (``normalized_shape=(3,)``) is refused with a message saying so (that keyword
+    is typed ``None``, so a type checker reports it where it is written).
 
     Raises:
         GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
@@ -62,9 +63,12 @@ def layer_norm(
             a weight that is not a Tensor or None (an int or a sequence of ints there, torch's
             ``normalized_shape``, names ``normalized_ndim=``); ``normalized_shape=`` given.
     """
-    if normalized_shape is not None:  # torch's keyword (review100 L1)
+    # torch's keyword (review100 L1), typed None so that mypy reports it where it is written (review129
+    # F3); read as object here, since the run time receives whatever was written
+    given: object = normalized_shape
+    if given is not None:
         try:
-            count: int | None = 1 if is_int(normalized_shape) else len(normalized_shape)  # type: ignore[arg-type]
+            count: int | None = 1 if is_int(given) else len(given)  # type: ignore[arg-type]
         except TypeError:
             count = None
         instead = (
@@ -73,7 +77,7 @@ def layer_norm(
             else f"normalized_ndim={count}"
         )
         raise TensorTypeError(
-            f"layer_norm: normalized_shape={_preview(normalized_shape)} is torch's keyword; torchlean's "
+            f"layer_norm: normalized_shape={_preview(given)} is torch's keyword; torchlean's "
             "layer_norm(x, weight=None, bias=None, normalized_ndim=1, eps=1e-05) takes the number of "
             f"trailing axes to normalise: pass {instead}"
         )
