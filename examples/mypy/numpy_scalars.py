@@ -18,7 +18,10 @@ import numpy.typing as npt
 
 import torchlean as tl
 from torchlean import nn, optim
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import accepted_kernel_of_group
 from torchlean.models import build_model
+from torchlean.nn.lowering import lower_model
 from torchlean.trainer import Objective, RunConfig, Trainer
 
 i = np.int64(1)  # e.g. read from an integer array
@@ -151,9 +154,13 @@ trainer: Trainer[object, object] = Trainer(
     label_smoothing=r,
 )
 built = build_model("mlp", 4, 3, hidden=8, dropout=r)
+plan = profiles.get("checked_cpu").accept_graph(lower_model(model, (2, 4)).built.graph).plan
+assert plan is not None
+group_kernel = accepted_kernel_of_group(plan, np.int64(0))  # a group index too (review129 F8)
 
 print([tuple(y.shape) for y in functional + losses + windows + methods])
 print(type(leaf.requires_grad).__name__, leaf.requires_grad, t.grad is not None)
 print(type(records[0].lr).__name__, records[0].lr, type(config.max_grad_norm).__name__, trainer.label_smoothing)
 print(type(groups[0].overrides[0][1]).__name__, groups[0].frozen, groups[3].frozen, type(norm).__name__)
 print(len(clipped), len(rescaled), schedule(0), type(step_norm).__name__, built[0].describe().count("dropout"))
+print(group_kernel is plan.kernels[0])

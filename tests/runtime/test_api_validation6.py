@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -372,11 +375,71 @@ def accepted_plan() -> Any:
     return result.plan
 
 
-@pytest.mark.parametrize("index", [-1, True, False])
-def test_group_index_refuses_negative_and_bool(accepted_plan: Any, index: object) -> None:
+def test_group_index_refuses_a_negative_one(accepted_plan: Any) -> None:
     n = len(accepted_plan.kernels)
-    with pytest.raises(GroupIndexError, match=rf"group index {index!r} .*\[0, {n}\)"):
-        accepted_kernel_of_group(accepted_plan, index)  # type: ignore[arg-type]
+    with pytest.raises(GroupIndexError, match=rf"group index -1 .*\[0, {n}\)"):
+        accepted_kernel_of_group(accepted_plan, -1)
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_group_index_refuses_a_bool_as_no_int(accepted_plan: Any, index: bool) -> None:
+    """review129 F8: a bool (an ``int`` to Python and beartype) was refused as "out of range",
+    though ``True`` is 1, in range; it is refused as not an int, naming the bool, in a sentence
+    that says "an int"."""
+    with pytest.raises(BackendTypeError) as refused:
+        accepted_kernel_of_group(accepted_plan, index)
+    assert str(refused.value) == (
+        "accepted_kernel_of_group: group_index must be an int (a Python or numpy integer), got "
+        f"{index!r} (bool): a bool is not read as 0/1"
+    )
+
+
+@pytest.mark.parametrize("integer", [np.int64, np.int32, np.uint8])
+def test_group_index_takes_a_numpy_integer(accepted_plan: Any, integer: type[np.integer[Any]]) -> None:
+    """review129 F8: the index of a numpy integer array (beartype refused it: its hint was ``int``),
+    as every other index and axis of the library; out of range it is named by its value."""
+    n = len(accepted_plan.kernels)
+    for i in (0, n - 1):
+        assert accepted_kernel_of_group(accepted_plan, integer(i)) is accepted_plan.kernels[i]
+    with pytest.raises(GroupIndexError, match=rf"^accepted_kernel_of_group: group index {n} is out of range"):
+        accepted_kernel_of_group(accepted_plan, integer(n))
+
+
+OPTIMISED_GROUP_INDEX = """\
+import numpy as np
+from torchlean import nn
+from torchlean.backend import profiles
+from torchlean.backend.acceptance import accepted_kernel_of_group
+from torchlean.nn.lowering import lower_model
+
+model = nn.build(nn.sequential(nn.linear(4, 3), nn.relu()), seed=0)
+plan = profiles.get("checked_cpu").accept_graph(lower_model(model, (4,)).built.graph).plan
+print(accepted_kernel_of_group(plan, np.int64(0)) is plan.kernels[0])
+for index in ("0", 0.0, np.True_):
+    try:
+        accepted_kernel_of_group(plan, index)
+    except TypeError as error:
+        print(type(error).__name__, error)
+"""
+
+
+def test_group_index_under_python_o_names_an_int(tmp_path: Path) -> None:
+    """Under ``python -O`` beartype checks nothing and the function's own check refuses: "an int"
+    (it said "must be a int", and refused a numpy integer)."""
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", OPTIMISED_GROUP_INDEX], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    prefix = (
+        "BackendTypeError accepted_kernel_of_group: group_index must be an int (a Python or numpy "
+        "integer), got"
+    )
+    assert done.stdout.splitlines() == [
+        "True",
+        f"{prefix} '0' (str)",
+        f"{prefix} 0.0 (float)",
+        f"{prefix} np.True_ (bool): a bool is not read as 0/1",
+    ]
 
 
 def test_group_index_out_of_range_is_an_index_error(accepted_plan: Any) -> None:

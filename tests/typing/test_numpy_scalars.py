@@ -144,4 +144,4 @@ def test_the_example_runs() -> None:
     )
     assert flags == "bool False True"  # the setter stored a Python bool; backward ran
     # the records store Python floats and bools (converted as before), the trainer a float
-    assert stored == ["float 0.25 float 0.25", "float False True float", "2 2 0.0 float 2"]
+    assert stored == ["float 0.25 float 0.25", "float False True float", "2 2 0.0 float 2", "True"]

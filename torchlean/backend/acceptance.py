@@ -9,10 +9,11 @@ not check availability. On success it mints a sealed :class:`AcceptedKernel`; ot
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass
-from typing import Annotated, ClassVar, TypeVar, final
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias, TypeVar, final
 
 from beartype import beartype
 from beartype.vale import Is
@@ -42,6 +43,14 @@ from torchlean.backend.sealed import (
     sealed,
 )
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    _GroupIndex: TypeAlias = int | np.integer[Any]
+    """A group index for mypy: a Python or numpy integer (``torchlean.tensor.IntLike``)."""
+else:  # the backend imports no numpy (DESIGN.md §2): beartype checks numbers.Integral, which numpy's
+    _GroupIndex = numbers.Integral  # integers are registered as (bools too: the function refuses them)
 
 __all__ = [
     "AcceptanceError",
@@ -449,22 +458,30 @@ def accept_graph_kernel_plan(graph_plan: GraphKernelPlan, policy: KernelPolicy) 
 
 
 @beartype
-def accepted_kernel_of_group(plan: AcceptedGraphKernelPlan, group_index: int) -> AcceptedKernel:
-    """The accepted kernel of group ``group_index`` of a genuine accepted graph plan.
+def accepted_kernel_of_group(plan: AcceptedGraphKernelPlan, group_index: _GroupIndex) -> AcceptedKernel:
+    """The accepted kernel of group ``group_index`` of a genuine accepted graph plan; the index is
+    a Python or numpy integer (any ``numbers.Integral``), as the library's other indices and axes.
 
     Raises:
         UnmintedError: ``plan`` was not minted by the gate or was changed since.
         GroupIndexError: (an ``IndexError``) ``group_index`` is not in ``[0, len(plan.kernels))``:
-            negative indices are refused, not wrapped, and bools are refused, not read as 0/1.
-        BackendTypeError: ``group_index`` is not an int (reachable only without beartype's check,
-            under ``python -O``).
+            negative indices are refused, not wrapped.
+        BackendTypeError: (a ``TypeError``) ``group_index`` is a bool (refused, not read as 0/1);
+            under ``python -O``, where beartype checks nothing, also a numpy bool or any other
+            non-integer, which beartype otherwise refuses with its ``BeartypeCallHintParamViolation``.
     """
     require_minted(plan, "accepted_kernel_of_group")
-    count = len(plan.kernels)
-    if isinstance(group_index, bool) or (isinstance(group_index, int) and not 0 <= group_index < count):
-        raise GroupIndexError(
-            f"accepted_kernel_of_group: group index {group_index!r} is out of range (accepted: an int "
-            f"in [0, {count}), one per group of the plan; negative indices are not wrapped)"
+    if isinstance(group_index, bool) or not isinstance(group_index, numbers.Integral):
+        # numpy's bool too, named so (numpy 2: "bool", 1.x: "bool_"; the backend imports no numpy)
+        flag = ": a bool is not read as 0/1" if type(group_index).__name__ in ("bool", "bool_") else ""
+        raise BackendTypeError(
+            "accepted_kernel_of_group: group_index must be an int (a Python or numpy integer), got "
+            f"{describe(group_index)}{flag}"
         )
-    _require("accepted_kernel_of_group: group_index", group_index, int)
-    return plan.kernels[group_index]
+    index, count = int(group_index), len(plan.kernels)
+    if not 0 <= index < count:
+        raise GroupIndexError(
+            f"accepted_kernel_of_group: group index {index} is out of range (accepted: an int in "
+            f"[0, {count}), one per group of the plan; negative indices are not wrapped)"
+        )
+    return plan.kernels[index]
