@@ -4,8 +4,9 @@ methods an integer parameter (axis, dim, shape, permutation, slice bound, seed, 
 flag (``keepdims``, ``training``, ``is_causal``, ``requires_grad``) a numpy bool (``BoolLike``)
 and a real parameter (a factor, a bound, ``eps``, a probability, ``scale``) a numpy float such
 as ``np.float32`` (``RealLike``); so do the real parameters (and the optimizers' flags) of the
-``nn`` layer builders, the optimizers, the clipping functions, ``RunConfig`` and ``Trainer``, as
-at run time (review129 F1, F2).
+``nn`` layer builders, the optimizers, the clipping functions, ``RunConfig`` and ``Trainer``, and
+``accepted_kernel_of_group``'s group index takes a numpy integer, as at run time (review129 F1, F2,
+F8).
 
 mypy reports nothing here (tests/typing/test_mypy_examples.py), and the program runs
 (tests/typing/test_numpy_scalars.py runs it and checks what it prints).
@@ -137,7 +138,7 @@ groups = [
 grads: list[npt.NDArray[Any] | None] = [np.ones(3, dtype=np.float32), None]
 clipped = optim.clip_grad_value(grads, r)
 rescaled, norm = optim.clip_grad_norm(grads, r, norm_type=np.float32(2.0))
-schedule = optim.warmup_cosine(r, 1, 10, min_lr=np.float32(0.0))
+schedule = optim.warmup_cosine(r, np.int64(1), np.int64(10), min_lr=np.float32(0.0))
 params = model.tensors()
 optimizer = optim.sgd(lr=0.1).create(model.parameters, names=model.names)
 optimizer.set_lr(r)

@@ -1,4 +1,4 @@
-"""numpy scalars are typed as the run time takes them (review129 F1, F2).
+"""numpy scalars are typed as the run time takes them (review129 F1, F2; a group index, F8).
 
 ``torchlean.functional``'s docstring: integer parameters "must be Python or numpy integers", flags
 "must be bools (Python or numpy)" and real parameters "real numbers"; README says the same of the
