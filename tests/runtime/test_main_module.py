@@ -9,7 +9,7 @@ import sys
 
 
 def test_importing_the_main_module_runs_no_command() -> None:
-    code = "import torchlean.__main__ as m; print('imported', callable(m.main))"
+    code = "import torchlean.__main__ as m; print('imported', callable(m.console_main))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "imported True\n", "")
 
