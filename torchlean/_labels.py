@@ -456,10 +456,13 @@ def _refuse_mixed(
             f"{_line(first_line, text[0])} the first): torchlean reads no missing values (remove such rows)"
         )
     r, count = text[0], len(numbers) - len(nans)
-    whole = all(_integral(labels[i]) for i in numbers if i not in nans)
+    missing = set(nans)  # a set: a list made this check O(numbers x NaNs) (review131 F1)
+    whole = all(_integral(labels[i]) for i in numbers if i not in missing)
+    classes = "to read every label as a class name"
+    if nans:  # under a task, 'nan' is a class name like any other (review131 F4)
+        classes += " (a 'nan' label then names a class of its own: remove those rows first)"
     way_out = (
-        "; pass task='classification' (CLI: --task classification) to read every label as a class "
-        "name" if whole else
+        f"; pass task='classification' (CLI: --task classification) {classes}" if whole else
         " (the numbers are not all whole: a quantity, whose rows without one cannot be trained on)"
     )
     nan = f", and {len(nans)} {'is' if len(nans) == 1 else 'are'} NaN, a missing value too" if nans else ""
