@@ -161,7 +161,8 @@ RealLike: TypeAlias = float | np.floating[Any]
 learning rate): a Python float or int (``float`` admits ``int`` for mypy) or a numpy float, such
 as a ``np.float32`` read from an array, which is not a ``float`` (``np.float64`` is). A bool is
 refused at run time, though mypy lets it through (``float`` admits ``bool`` as it admits ``int``)
-(review129 F2)."""
+(review129 F2). A numpy integer, which the run time takes too, is left out for mypy (write
+``float(n)``; review131 F2)."""
 
 __all__ = [
     "DEFAULT_DTYPE",
