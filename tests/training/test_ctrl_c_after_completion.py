@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import torchlean.cli as cli
-from torchlean.cli import _completion, attention_check, inspect_command, predict
+from torchlean.cli import _completion, attention_check, inspect_command, predict, train
 
 
 def _interrupt_after(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
@@ -48,6 +48,20 @@ def test_predict_finished_then_ctrl_c_keeps_status_0_and_the_files(
     assert "error: interrupted" not in capsys.readouterr().err
     assert len(output.read_text().splitlines()) == 151  # the header and one row per iris sample
     assert record.exists() is report
+
+
+def test_train_saved_then_ctrl_c_keeps_status_0_and_the_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review131 F5: the case review128 F3 reported, a Ctrl-C after ``saved:`` (the stopping-signal
+    handlers of ``--save`` are gone while ``train`` leaves its context managers)."""
+    _interrupt_after(monkeypatch, train)
+    saved = tmp_path / "r.npz"
+    assert cli.main(["train", "--dataset", "iris", "--epochs", "1", "--save", str(saved)]) == 0
+    out, err = capsys.readouterr()
+    assert "error: interrupted" not in err
+    assert out.splitlines()[-1] == f"saved: {saved}"
+    assert saved.stat().st_size > 0
 
 
 def test_inspect_finished_then_ctrl_c_keeps_status_0(

@@ -23,6 +23,7 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import check_writable
 
 _TRAIN = ["train", "--dataset", "iris", "--hidden", "4", "--epochs", "1"]
+TEMPORARY = "the temporary file written beside it and renamed over it cannot be created there: "
 
 
 @contextlib.contextmanager
@@ -82,7 +83,8 @@ def test_an_existing_output_in_a_closed_folder_is_refused_before_the_work(
     assert (new_code, new_err.count("\n")) == (2, 1)
     assert new_err.startswith(f"error: cannot write {what} {new}: ")
     reason = new_err.split(": ")[-1]
-    assert (code, stdout, err) == (2, "", f"error: cannot write {what} {out}: {reason}")
+    # review131 F6: the refusal says it is the temporary file that cannot be created
+    assert (code, stdout, err) == (2, "", f"error: cannot write {what} {out}: {TEMPORARY}{reason}")
     assert out.read_bytes() == before
     assert sorted(path.name for path in folder.iterdir()) == [name]
 
@@ -105,7 +107,8 @@ def test_the_check_creates_the_writers_temporary_file(tmp_path: Path,
     out = tmp_path / "x.json"
     out.write_text("old\n")
     _refuse_new_files_in(tmp_path, monkeypatch)
-    with pytest.raises(TorchLeanError, match=r"^cannot write --report-json .*/x\.json: Permission denied$"):
+    refusal = rf"^cannot write --report-json .*/x\.json: {TEMPORARY}Permission denied$"
+    with pytest.raises(TorchLeanError, match=refusal):
         check_writable(out, "--report-json")
     assert out.read_text() == "old\n"
 
@@ -118,7 +121,7 @@ def test_a_name_too_long_for_the_temporary_file_is_refused_before_the_work(
     out = tmp_path / ("a" * (limit - len(".npz")) + ".npz")
     code, stdout, err = cli(capsys, *_TRAIN, "--save", str(out))
     assert (code, stdout) == (2, "")
-    assert err == f"error: cannot write --save {out}: File name too long\n"
+    assert err == f"error: cannot write --save {out}: {TEMPORARY}File name too long\n"
     assert list(tmp_path.iterdir()) == []
 
 

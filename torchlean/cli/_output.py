@@ -202,9 +202,16 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             pass
         if not existed:
             target.unlink()
-        check_replaceable(path)
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
+    else:
+        try:
+            check_replaceable(path)
+        except OSError as error:  # the file could be written, the folder takes no new one (review131 F6)
+            raise TorchLeanError(
+                f"cannot write {what} {shown_path(path)}: the temporary file written beside it and renamed "
+                f"over it cannot be created there: {error.strerror or error}"
+            ) from None
     finally:
         for folder in missing:  # nearest first: each is empty once its child is gone
             with contextlib.suppress(OSError):
