@@ -500,13 +500,15 @@ def test_unrecognized_arguments_name_the_command_whose_help_lists_the_accepted_o
     assert err == (
         "error: unrecognized arguments: --bogus (torchlean explain --help lists the accepted ones)\n"
     )
+    # an option before the command is torchlean's, which takes only --help and --version there
+    # (review131 F3: one refusal, whichever error argparse met first)
     status, out, err = run(capsys, "--bogus")
     assert (status, out) == (2, "")
-    assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
-    # a top-level option before the command belongs to ``torchlean --help``, not the command's
+    assert err == f"error: unrecognized arguments: --bogus ({_ONLY})\n"
     status, out, err = run(capsys, "--bogus", "plan", "relu", "--profile", "checked_cpu")
     assert (status, out) == (2, "")
-    assert err == "error: unrecognized arguments: --bogus (torchlean --help lists the accepted ones)\n"
+    assert err == (f"error: unrecognized arguments: --bogus ({_ONLY}; torchlean plan --help lists plan's "
+                   "options)\n")
 
 
 @pytest.mark.parametrize(
@@ -741,3 +743,73 @@ def test_a_command_option_before_the_command_says_where_it_goes(
     capsys: pytest.CaptureFixture[str], argv: list[str], want: str
 ) -> None:
     assert run(capsys, *argv) == (2, "", f"error: {want}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        # review131 F3: a flag (nargs 0) takes no value: the next word is the command's name, mistyped
+        (["--quick", "atention-check"],
+         f"--quick is an option of torchlean attention-check, and {_ONLY}: give it after the command's "
+         "name (torchlean attention-check --quick); 'atention-check' is not a command; did you mean "
+         "attention-check?"),
+        (["--amsgrad", "trian", "--dataset", "iris"],
+         f"--amsgrad is an option of torchlean train, and {_ONLY}: give it after the command's name "
+         "(torchlean train --amsgrad); 'trian' is not a command; did you mean train?"),
+        (["--quick"],
+         f"--quick is an option of torchlean attention-check, and {_ONLY}: give it after the command's "
+         "name (torchlean attention-check --quick)"),
+        (["--quick", "attention-check", "--seed", "3"],
+         f"--quick is an option of torchlean attention-check, and {_ONLY}: give it after (torchlean "
+         "attention-check --quick --seed 3)"),
+        # an option's value is no command: the word after it is, mistyped
+        (["--format", "json", "selct"],
+         f"--format is an option of a command, and {_ONLY}: give it after a command's name (torchlean "
+         "COMMAND --format json, COMMAND one of 'capsules', 'plan', 'check', 'select'); 'selct' is not a "
+         "command; did you mean select?"),
+        # review131 F3: --opt=value before a command with a required argument was "the following
+        # arguments are required: --profiles"; the option is the mistake, whatever argparse met first
+        (["--format=json", "select"],
+         f"--format is an option of torchlean select, and {_ONLY}: give it after (torchlean select "
+         "--format=json)"),
+        (["--form=json", "select", "--profiles", "fast_cpu", "relu"],
+         f"--form is an option of torchlean select, and {_ONLY}: give it after (torchlean select "
+         "--form=json --profiles fast_cpu relu)"),
+        (["--bogus=3", "select"],
+         f"unrecognized arguments: --bogus ({_ONLY}; torchlean select --help lists select's options)"),
+        (["-x", "plan"], f"unrecognized arguments: -x ({_ONLY}; torchlean plan --help lists plan's options)"),
+        # an option taking a varying number of values: the command is the word that names one
+        (["--profiles", "fast_cpu", "select", "relu"],
+         f"--profiles is an option of torchlean select, and {_ONLY}: give it after (torchlean select "
+         "--profiles fast_cpu relu)"),
+    ],
+)
+def test_a_flag_or_an_equals_option_before_the_command_says_where_it_goes(
+    capsys: pytest.CaptureFixture[str], argv: list[str], want: str
+) -> None:
+    assert run(capsys, *argv) == (2, "", f"error: {want}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["--label-column", "a\nb", "train", "--dataset", "iris"],
+         "give it after (torchlean train --label-column 'a\\nb' --dataset iris)"),
+        (["--format", "a\x1b[2Jb", "capsules"], "give it after (torchlean capsules --format 'a\\x1b[2Jb')"),
+        (["--format=\u202ejson", "capsules"], "give it after (torchlean capsules '--format=\\u202ejson')"),
+        (["--quick", "a\x1bb"], "'a\\x1bb' is not a command"),
+        (["--bo\x1b[2Jgus", "capsules"], "unrecognized arguments: --bo\\x1b[2Jgus ("),
+        (["capsules", "a\nb\x1b"], "unrecognized arguments: a\\nb\\x1b (torchlean capsules --help"),
+    ],
+)
+def test_typed_words_in_a_usage_error_are_escaped_on_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], shown: str
+) -> None:
+    """review131 F3: the refusal of an option before the command showed the words through
+    ``shlex.join`` as typed: a newline split the one-line error and an escape sequence reached the
+    terminal. They are written as backslash escapes, as argparse's own ``invalid choice`` does."""
+    status, out, err = run(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith("error: ") and err.count("\n") == 1 and err.endswith("\n"), err
+    assert err[:-1].isprintable(), err
+    assert shown in err

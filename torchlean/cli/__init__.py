@@ -14,7 +14,6 @@ device, bad numbers) are reported as one ``error: ...`` line on stderr with exit
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import re
 import sys
@@ -35,10 +34,6 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 """What argparse reads as a negative number (a positional) rather than as an option."""
-
-
-_INVALID_COMMAND = re.compile(r"argument COMMAND: invalid choice: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
-"""argparse's refusal of the command's name, the name as a Python string literal (its ``repr``)."""
 
 
 def _shown_words(words: Sequence[str]) -> str:
@@ -100,7 +95,12 @@ class _Parser(argparse.ArgumentParser):
 
     by_command: Mapping[str, _Parser] = MappingProxyType({})
     """Each subcommand's parser by its name (set by :func:`build_parser`), whose options
-    :func:`_option_before_command` looks up."""
+    :func:`~torchlean.cli._command_words.option_before_command` looks up."""
+
+    top: _Parser | None = None
+    """The ``torchlean`` parser (set by :func:`build_parser` on it and on each subcommand's
+    parser), whose :attr:`words` every usage error reads for a command's option given before the
+    command's name (:meth:`error`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -154,28 +154,30 @@ class _Parser(argparse.ArgumentParser):
                 return word
         return None
 
-    def _command_refusal(self, message: str) -> str:
-        """The top-level parser's refusal of the word it read as the command (``message``:
-        ``argument COMMAND: invalid choice: 'json' (...)``): when a command's option stands before
-        the command (``torchlean --format json capsules``, whose ``json`` argparse read as the
-        command), :func:`_option_before_command`'s refusal; else ``message``, with ``; did you mean
-        train?`` for a command name mistyped (``trian``: :func:`_near_command`)."""
-        index = next((i for i, word in enumerate(self.words) if _positional(word)), None)
-        if index is not None and any(word != "--" and word.startswith("-") for word in self.words[:index]):
-            return _option_before_command(self.words, self.by_command, always=True) or message
-        given = _INVALID_COMMAND.match(message)
-        if given is None:
-            return message
-        return message + _near_command(str(ast.literal_eval(given[1])), self.commands)
-
     def error(self, message: str) -> NoReturn:
+        """Exit with status 2 and ``message`` as one line, ``error: ...``, on stderr. Whatever
+        argparse met first (the option's value read as the command, the command's required
+        argument missing, an unrecognized argument), an option given before the command's name
+        is the mistake reported (review128 F7, review131 F3:
+        :func:`~torchlean.cli._command_words.option_before_command`). Characters that are not
+        printable are escaped (:func:`~torchlean.backend.display.escaped`: a typed ``$'a\\nb'``
+        stays one line, and an escape sequence does not reach the terminal)."""
+        from torchlean.backend.display import escaped
+        from torchlean.cli import _command_words
+
+        top = self.top
+        before = None if top is None else _command_words.option_before_command(
+            top.words, top.by_command, top
+        )
+        if before is not None:
+            self.exit(2, f"error: {escaped(before)}\n")
         unknown = self._misread_option(message)
         if unknown is not None:
             # argparse sets an unknown option aside and reads its value as the next positional
             # (``select ... --device cuda relu``: "unknown op cuda"); the option is the mistake
             message = f"unrecognized arguments: {unknown} ({self.prog} --help lists the accepted ones)"
-        if self.commands and message.startswith("argument COMMAND: invalid choice: "):
-            message = self._command_refusal(message)
+        if self.commands:  # a mistyped command name: the nearest one (``; did you mean train?``)
+            message = _command_words.command_refusal(message, self.commands)
         missing = re.fullmatch(r"the following arguments are required: (.*)", message)
         if missing is not None:
             names = missing[1].split(", ")
@@ -191,76 +193,7 @@ class _Parser(argparse.ArgumentParser):
             # argparse reads a value that starts with '-' (``--lr -inf``, ``--lr -1e-3``) as an option
             option = message.split()[1].rstrip(":")
             message += f" (write {option}=VALUE for a value that starts with '-')"
-        self.exit(2, f"error: {message}\n")
-
-
-def _positional(word: str) -> bool:
-    """Whether argparse reads ``word`` as a positional (the command's name, at the top level):
-    one that does not start with ``-``, or a negative number."""
-    return not word.startswith("-") or _NEGATIVE_NUMBER.fullmatch(word) is not None
-
-
-def _near_command(word: str, commands: Sequence[str]) -> str:
-    """``; did you mean <command>?`` for a command name mistyped: ``-`` and ``_`` swapped
-    (``attention_check``, :func:`~torchlean.backend.vocabulary.did_you_mean`) or a close
-    spelling (``trian``, ``inspct``: :func:`difflib.get_close_matches`); else ``""``."""
-    import difflib
-
-    from torchlean.backend.vocabulary import did_you_mean
-
-    near = did_you_mean(word, commands)
-    if near:
-        return near
-    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.75)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
-def _option_before_command(
-    words: Sequence[str], commands: Mapping[str, argparse.ArgumentParser], *, always: bool = False
-) -> str | None:
-    """The refusal of a command's option given before the command's name (``torchlean --format
-    json capsules``): the ``torchlean`` parser takes only ``--help`` and ``--version`` there; a
-    command's options follow its name, where they may stand anywhere among its words. Names the
-    option and the command line with the words before the command moved after it (``torchlean
-    capsules --format json``), when the command (the first of ``words`` that names one) defines the
-    option (or a unique prefix of it: :func:`_defines`); with no command among ``words``, names the
-    commands that define it. ``None`` when no option stands before the command, or no command
-    concerned defines it and not ``always`` (argparse's ``unrecognized arguments`` then stands);
-    with ``always``, such an option is refused as unrecognized."""
-    import shlex
-
-    at = next((i for i, word in enumerate(words) if word in commands), None)
-    head = list(words[:len(words) if at is None else at])
-    options = [word for word in head if word != "--" and not _positional(word)]
-    if not options:
-        return None
-    option = options[0].partition("=")[0]
-    only = "torchlean takes only --help and --version before the command's name"
-    if at is None:
-        owners = [name for name, parser in commands.items() if _defines(parser, option)]
-        if not owners:
-            return f"unrecognized arguments: {option} ({only})" if always else None
-        first = head.index(options[0])
-        value = head[first + 1:first + 2] if "=" not in options[0] else []
-        given = shlex.join([options[0], *(word for word in value if _positional(word))])
-        return (f"{option} is an option of a command, and {only}: give it after a command's name "
-                f"(torchlean COMMAND {given}, COMMAND one of {', '.join(map(repr, owners))})")
-    command = words[at]
-    if _defines(commands[command], option):
-        line = shlex.join(["torchlean", command, *head, *words[at + 1:]])
-        return f"{option} is an option of torchlean {command}, and {only}: give it after ({line})"
-    if not always:
-        return None
-    return f"unrecognized arguments: {option} ({only}; torchlean {command} --help lists {command}'s options)"
-
-
-def _defines(parser: argparse.ArgumentParser, option: str) -> bool:
-    """Whether ``parser`` reads ``option`` (a word up to its ``=``): one of its options, or a
-    ``--`` prefix of only one of them, as argparse reads ``--form`` for ``--format``."""
-    defined = tuple(parser._option_string_actions)
-    return option in defined or (
-        option.startswith("--") and len([name for name in defined if name.startswith(option)]) == 1
-    )
+        self.exit(2, f"error: {escaped(message)}\n")
 
 
 def _options_first(words: Sequence[str], options: tuple[str, ...], defined: tuple[str, ...]) -> list[str]:
@@ -344,6 +277,8 @@ def build_parser() -> _Parser:
     parser.commands = tuple(subparsers.choices)
     parser.by_command = MappingProxyType(dict(subparsers.choices))
     parser.children = tuple(child for child in subparsers.choices.values() if isinstance(child, _Parser))
+    for each in (parser, *parser.children):
+        each.top = parser
     return parser
 
 
@@ -424,13 +359,9 @@ def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     args, extras = parser.parse_known_args(words)
-    if extras:
+    if extras:  # one before the command's name: parser.error refuses that option (review131 F3)
         command = getattr(args, "command", None)
         where = "torchlean --help"
-        if not _after_command(words, command, extras[0]):  # --format=json capsules (review128 F7)
-            before = _option_before_command(words, parser.by_command)
-            if before is not None:
-                parser.error(before)
         if _after_command(words, command, extras[0]):
             where = f"torchlean {command} --help"
             refuse: Callable[[argparse.Namespace, list[str]], str | None] | None = getattr(
