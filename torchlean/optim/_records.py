@@ -1053,6 +1053,24 @@ def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, floa
     return plain_float(betas[0]), plain_float(betas[1])
 
 
+def _adam_fields(
+    lr: RealLike,
+    beta1: RealLike,
+    beta2: RealLike,
+    eps: RealLike,
+    weight_decay: RealLike,
+    amsgrad: BoolLike,
+    betas: tuple[RealLike, RealLike] | None,
+) -> dict[str, Any]:
+    """:func:`adam`'s and :func:`adamw`'s arguments as their records' fields: Python floats and
+    bools (numpy scalars converted), ``betas`` resolved against ``beta1``/``beta2`` (:func:`_betas`)."""
+    b1, b2 = _betas(betas, beta1, beta2)
+    return {
+        "lr": plain_float(lr), "beta1": b1, "beta2": b2, "eps": plain_float(eps),
+        "weight_decay": plain_float(weight_decay), "amsgrad": plain_bool(amsgrad),
+    }
+
+
 @torch_order
 def adam(
     lr: RealLike = 0.001,
@@ -1079,15 +1097,7 @@ def adam(
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
-    b1, b2 = _betas(betas, beta1, beta2)
-    return Adam(
-        lr=plain_float(lr),
-        beta1=b1,
-        beta2=b2,
-        eps=plain_float(eps),
-        weight_decay=plain_float(weight_decay),
-        amsgrad=plain_bool(amsgrad),
-    )
+    return Adam(**_adam_fields(lr, beta1, beta2, eps, weight_decay, amsgrad, betas))
 
 
 @torch_order
@@ -1111,15 +1121,7 @@ def adamw(
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
-    b1, b2 = _betas(betas, beta1, beta2)
-    return AdamW(
-        lr=plain_float(lr),
-        beta1=b1,
-        beta2=b2,
-        eps=plain_float(eps),
-        weight_decay=plain_float(weight_decay),
-        amsgrad=plain_bool(amsgrad),
-    )
+    return AdamW(**_adam_fields(lr, beta1, beta2, eps, weight_decay, amsgrad, betas))
 
 
 @torch_order
