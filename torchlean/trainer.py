@@ -36,7 +36,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic
+from typing import Any, Generic, Never, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -768,8 +768,8 @@ class Trainer(Generic[In, Out]):
         self._objective = _member(Objective, objective, "objective")
         self._label_smoothing = _label_smoothing(label_smoothing, self._objective)
         self._seed = int(seed)
-        self.model: Model = build(layer, input_shape=input_shape, seed=self.seed,
-                                  dtype=self.config.numpy_dtype())
+        self._model: Model = build(layer, input_shape=input_shape, seed=self.seed,
+                                   dtype=self.config.numpy_dtype())
         self._session: Session | None = None
         self._random_counter = 0  # the session's, until it opens (random_counter)
         self._unstored_from: int | None = None  # the counter before a step whose update is not stored
@@ -996,6 +996,29 @@ class Trainer(Generic[In, Out]):
             f"Trainer.lr is read-only (the rate in effect, which a fit's lr_schedule sets); set the "
             f"learning rate with trainer.optimizer.set_lr({given}) (torch's param_group['lr'] = ...), got "
             f"trainer.lr = {given}"
+        )
+
+    @property
+    def model(self) -> Model:
+        """The built model being trained (``trainer.model.state()``, ``load_state(...)``,
+        ``output_shape``): read-only, its architecture fixed
+        (:class:`~torchlean.nn.model.ArchitectureError`), as the optimizer state and the accepted
+        typed graphs are made for it."""
+        return self._model
+
+    @model.setter
+    def model(self, value: Never) -> NoReturn:
+        """Refuse replacing the model (review132 F1: a typed-graph trainer ran its cached graphs,
+        lowered from the old architecture, on the new model's weights); typed ``Never``, so mypy
+        reports the assignment where it is written.
+
+        Raises:
+            TrainerError: always, saying what to do instead.
+        """
+        raise TrainerError(
+            f"Trainer.model cannot be replaced (by a {type(value).__name__}): the trainer's optimizer state "
+            "and accepted typed graphs are made for its model; replace its weights with "
+            "trainer.model.load_state(...), or make a new Trainer for another model"
         )
 
     @property

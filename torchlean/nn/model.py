@@ -36,7 +36,10 @@ from torchlean.tensor import DeviceLike, Tensor, _is_torch_tensor
 _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
 
-__all__ = ["SEED_RANGE", "IncompatibleKeys", "Model", "StateError", "build", "is_seed", "not_a_layer"]
+__all__ = [
+    "SEED_RANGE", "ArchitectureError", "IncompatibleKeys", "Model", "StateError", "build", "is_seed",
+    "not_a_layer",
+]
 
 SEED_RANGE = "[0, 2**64)"
 """The accepted seeds, as error messages render them."""
@@ -57,6 +60,17 @@ class StateError(TorchLeanError, ValueError):
     """A state dictionary does not match the model (names the missing/extra/mismatched entry)."""
 
 
+class ArchitectureError(TorchLeanError, AttributeError):
+    """A built model's architecture (``layer``, ``input_shape``, ``output_shape``, ``specs``,
+    ``dtype``) reassigned: a trainer's optimizer state and accepted typed graphs were made for it,
+    so the new one would run the old graph on new weights (review132 F1). Also an
+    ``AttributeError``, as assigning a frozen dataclass field raises one."""
+
+
+_ARCHITECTURE = frozenset({"layer", "input_shape", "output_shape", "specs", "dtype"})
+""":class:`Model`'s fields set once, by its constructor (``parameters`` is replaced each step)."""
+
+
 @dataclass(slots=True, eq=False)
 class Model(PicklesAtEveryProtocol):
     """A layer with its parameters; ``input_shape``/``output_shape`` are per sample.
@@ -72,6 +86,22 @@ class Model(PicklesAtEveryProtocol):
     specs: tuple[ParamSpec, ...]
     parameters: list[Array]
     dtype: np.dtype[np.floating]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Set a field; the architecture's fields only once (the constructor, unpickling).
+
+        Raises:
+            ArchitectureError: ``layer``, ``input_shape``, ``output_shape``, ``specs`` or ``dtype``
+                set again (``model.layer = other``): build a new model (:func:`build`), and a new
+                ``Trainer`` for it; weights are replaced with :meth:`load_state`.
+        """
+        if name in _ARCHITECTURE and hasattr(self, name):
+            raise ArchitectureError(
+                f"Model.{name} is fixed once the model is built (optimizer state and accepted typed graphs "
+                "are made for its architecture): build a new model (nn.build) and a new Trainer for another "
+                "architecture; replace weights with model.load_state(...)"
+            )
+        object.__setattr__(self, name, value)
 
     @property
     def names(self) -> list[str]:

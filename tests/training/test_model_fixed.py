@@ -1,0 +1,66 @@
+"""review132 F1: ``trainer.model = other`` (or ``trainer.model.layer = other``) was accepted, and a
+typed-graph trainer then ran its cached graphs, lowered from the old architecture, on the new
+model's weights: ``predict`` differed from a fresh trainer of the new model by up to 0.56, and
+one trainer answered from two architectures depending on the batch length. The trainer's model
+is now read-only and a built model's architecture fixed; its weights are still replaced."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import nn, optim
+from torchlean.nn.model import ArchitectureError
+from torchlean.trainer import RunConfig, Trainer, TrainerError
+
+X = np.random.default_rng(0).random((20, 4))
+Y = np.arange(20) % 3
+RELU = nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 3))
+TANH = nn.sequential(nn.linear(4, 8), nn.tanh(), nn.linear(8, 3))
+
+
+@pytest.fixture
+def trainer() -> Trainer[Any, Any]:
+    t: Trainer[Any, Any] = Trainer(
+        RELU, objective="cross-entropy", config=RunConfig(optim.sgd(0.1), execution="typed-graph")
+    )
+    t.fit(X, Y, shuffle=False)
+    return t
+
+
+def test_the_trainer_s_model_cannot_be_replaced(trainer: Trainer[Any, Any]) -> None:
+    before, model = trainer.predict(X), trainer.model
+    with pytest.raises(TrainerError, match=r"^Trainer\.model cannot be replaced \(by a Model\): .*"
+                       r"trainer\.model\.load_state\(\.\.\.\), or make a new Trainer for another model$"):
+        trainer.model = nn.build(TANH, seed=3)  # type: ignore[assignment]
+    with pytest.raises(TrainerError, match=r"by a Sequential"):
+        trainer.model = TANH  # type: ignore[assignment]
+    assert trainer.model is model
+    np.testing.assert_array_equal(trainer.predict(X), before)
+
+
+@pytest.mark.parametrize("field", ["layer", "input_shape", "output_shape", "specs", "dtype"])
+def test_a_built_model_s_architecture_is_fixed(trainer: Trainer[Any, Any], field: str) -> None:
+    other = nn.build(TANH, input_shape=(4,), seed=3, dtype=np.float64)
+    before = trainer.predict(X)
+    with pytest.raises(ArchitectureError, match=rf"^Model\.{field} is fixed once the model is built"):
+        setattr(trainer.model, field, getattr(other, field))
+    assert isinstance(ArchitectureError("x"), AttributeError)
+    np.testing.assert_array_equal(trainer.predict(X), before)
+
+
+def test_weights_are_still_replaced_and_models_still_copy(trainer: Trainer[Any, Any]) -> None:
+    fresh: Trainer[Any, Any] = Trainer(RELU, objective="cross-entropy", seed=5)
+    trainer.model.load_state(fresh.model.state())
+    np.testing.assert_array_equal(trainer.predict(X), fresh.predict(X))
+    model = trainer.model
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        again = pickle.loads(pickle.dumps(model, protocol=protocol))
+        assert (again.layer, again.input_shape, again.dtype) == (model.layer, model.input_shape, model.dtype)
+    clone = copy.deepcopy(model)
+    clone.parameters = [2 * p for p in clone.parameters]  # parameters are not architecture
+    np.testing.assert_array_equal(clone.parameters[0], 2 * model.parameters[0])
