@@ -836,7 +836,9 @@ class Trainer(Generic[In, Out]):
                 "kernels); keep the weights with state = trainer.model.state() and restore them "
                 "with trainer.model.load_state(state), in this trainer or a new one"
             )
-        return dict(self.__dict__)
+        # empty here, but containers of their own: a shallow copy shared them, and then listed the
+        # kernels its original ran and was refused as run itself (review132 F3)
+        return {**self.__dict__, "_graphs": {}, "_graph_kernels": []}
 
     # ------------------------------------------------------------------------------ lifecycle
 

@@ -64,3 +64,16 @@ def test_weights_are_still_replaced_and_models_still_copy(trainer: Trainer[Any, 
     clone = copy.deepcopy(model)
     clone.parameters = [2 * p for p in clone.parameters]  # parameters are not architecture
     np.testing.assert_array_equal(clone.parameters[0], 2 * model.parameters[0])
+
+
+def test_a_shallow_copy_of_an_unrun_trainer_has_its_own_graph_cache() -> None:
+    """review132 F3: ``copy.copy`` of an unrun typed-graph trainer shared its graph cache and kernel
+    list, so once the original ran, the copy listed kernels it never ran and was refused as run."""
+    original: Trainer[Any, Any] = Trainer(
+        nn.linear(4, 3), objective="cross-entropy", config=RunConfig(execution="typed-graph")
+    )
+    clone = copy.copy(original)
+    original.fit(X, Y)
+    assert original.selected and clone.selected == []
+    assert clone.model is original.model  # the model is shared, as for a torch module
+    copy.deepcopy(clone)  # still an unrun template
