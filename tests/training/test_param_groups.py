@@ -145,7 +145,7 @@ def test_describe_shows_amsgrad_and_groups():
         "optim.group('bias', weight_decay=0, lr_scale=2.0)"
     )
     assert optim.group(re.compile("b", re.I), alpha=0.5).describe() == (
-        "optim.group(re.compile('b', re.IGNORECASE), decay=0.5)"
+        "optim.group(re.compile('b', re.IGNORECASE), alpha=0.5)"
     )
 
     def no_decay(name, shape):

@@ -6,7 +6,7 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -83,6 +83,9 @@ class ParamGroup:
     match: str | re.Pattern[str] | Selector
     overrides: tuple[tuple[str, float | bool], ...] = ()
     frozen: bool = False
+    spelled: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """``(field, as written)`` for an override given in torch's spelling (``(("decay", "alpha"),)``
+    for ``optim.group(..., alpha=0.9)``): :meth:`describe` and refusals show the written name."""
 
     def __post_init__(self) -> None:
         if isinstance(self.match, re.Pattern):
@@ -153,7 +156,8 @@ class ParamGroup:
             shown_match = repr(self.match)
         else:
             shown_match = getattr(self.match, "__qualname__", "function")
-        parts = [shown_match, *(f"{key}={value!r}" for key, value in self.overrides)]
+        written = dict(self.spelled)
+        parts = [shown_match, *(f"{written.get(key, key)}={value!r}" for key, value in self.overrides)]
         if self.frozen:
             parts.append("frozen=True")
         return f"optim.group({', '.join(parts)})"
@@ -231,6 +235,7 @@ def group(
             ``beta1``/``beta2``; ``alpha`` given with ``decay``; ``frozen`` not a bool, or with
             overrides.
     """
+    spelled: tuple[tuple[str, str], ...] = ()
     if alpha is not None:
         if "decay" in overrides:
             raise OptimizerError(
@@ -238,6 +243,7 @@ def group(
                 f"decay={overrides['decay']!r})"
             )
         overrides = {**overrides, "decay": alpha}
+        spelled = (("decay", "alpha"),)
     if betas is not None:
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
@@ -248,7 +254,18 @@ def group(
             )
         overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
     plain = tuple((key, _plain_override(value)) for key, value in overrides.items())
-    return ParamGroup(match, plain, plain_bool(frozen))
+    return ParamGroup(match, plain, plain_bool(frozen), spelled)
+
+
+ALPHA_IS_DECAY = "torch's RMSprop alpha, stored as decay"
+
+
+def as_written(error: OptimizerError, stored: str, written: str, note: str) -> OptimizerError:
+    """``error`` (a refusal of the field ``stored`` alone) naming it ``written``, as the user spelt
+    it, with ``note`` saying what it is here: ``alpha must be ... got 1.5 (torch's RMSprop alpha,
+    stored as decay)``."""
+    message = re.sub(rf"\b{re.escape(stored)}\b", written, str(error))
+    return OptimizerError(f"{message} ({note})")
 
 
 def _plain_override(value: RealLike | BoolLike) -> float | bool:
@@ -360,6 +377,13 @@ def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
             f"optimizer: {g.describe()} sets {unknown[0]}, which optim.{config.name} does not take "
             f"(accepted: {', '.join([*accepted, 'lr_scale'])})"
         )
+    for stored, written in g.spelled:  # refused alone: named as written (alpha, not decay)
+        try:
+            replace(config, **{stored: changes[stored]})  # type: ignore[type-var]
+        except OptimizerError as error:
+            raise OptimizerError(
+                f"{as_written(error, stored, written, ALPHA_IS_DECAY)} (in {g.describe()})"
+            ) from None
     try:
         return replace(config, lr=config.lr * g.lr_scale, **changes)  # type: ignore[type-var]
     except OptimizerError as error:

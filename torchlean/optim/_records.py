@@ -34,11 +34,13 @@ from torchlean.optim._common import (
     _validate_both,
 )
 from torchlean.optim._groups import (
+    ALPHA_IS_DECAY,
     ParamGroup,
     _checked_names,
     _group_config,
     _listed_groups,
     _membership,
+    as_written,
     freezing,
     names_shown,
 )
@@ -1152,6 +1154,10 @@ def rmsprop(
             raise OptimizerError(
                 f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, decay={decay!r})"
             )
+        try:  # alpha alone first, so a refusal names it as written
+            RMSprop(decay=plain_float(alpha))
+        except OptimizerError as error:
+            raise as_written(error, "decay", "alpha", ALPHA_IS_DECAY) from None
         decay = alpha
     return RMSprop(
         lr=plain_float(lr),
