@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown_briefly
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
 from torchlean.backend.errors import TorchLeanError
@@ -242,8 +243,12 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) of the bytes of the file at ``path``: what ``sha256sum PATH`` prints.
 
     Raises:
-        TorchLeanError: the file cannot be read (naming it and the system's reason).
+        TorchLeanError: ``path`` not a ``str`` or ``os.PathLike``; the file cannot be read (naming
+            it and the system's reason).
     """
+    if not isinstance(path, str | os.PathLike):
+        got = f"{shown_briefly(path)} of type {type(path).__name__}"
+        raise TorchLeanError(f"file_sha256: a path must be a str or os.PathLike, got {got}")
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
