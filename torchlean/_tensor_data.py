@@ -29,6 +29,7 @@ from torchlean._checks import (
     int_overflow,
     is_ambiguous_float,
     shown,
+    shown_briefly,
 )
 from torchlean._tensor_errors import TensorError, TensorTypeError, _preview
 
@@ -337,3 +338,37 @@ def _torch_values(t: torch.Tensor) -> Array:
     if arr.dtype.kind not in "biu" and arr.dtype not in FLOAT_DTYPES:  # float16, complex
         raise TensorError(_unsupported(t.dtype))
     return arr
+
+
+def host_array(values: object, what: str, error: type[Exception], accepted: str) -> Array:
+    """``np.asarray(values)`` for data a library function takes (a trainer's inputs and targets,
+    a checkpoint's features, :func:`torchlean.batches.minibatches`' arrays), refusing with
+    ``error`` (one line naming ``what``) what numpy would refuse with its bare errors or misread:
+
+    * a torch tensor is read as :func:`_from_torch_array` reads it (bfloat16 and the float8 types
+      widened to float64, which holds each value), refusing one that requires grad (as a torchlean
+      tensor that requires grad is refused) and a meta, sparse or nested one (no dense values);
+    * ragged nested sequences (numpy's ``ValueError``);
+    * a single value that is not a number (``None``, a string, a dict, a generator), named by
+      ``shown_briefly`` and its type, ``accepted`` saying what is taken.
+    """
+    if _is_torch_tensor(values):
+        tensor: Any = values
+        if tensor.requires_grad:
+            raise error(
+                f"{what}: a torch tensor of shape {tuple(tensor.shape)} that requires grad, which numpy "
+                "cannot read (accepted: its values, t.detach())"
+            )
+        try:
+            return _from_torch_array(tensor, widen=True)
+        except TensorError as refused:
+            raise error(f"{what}: {refused}") from None
+    try:
+        array = np.asarray(values)
+    except ValueError as refused:
+        raise error(f"{what} must be a rectangular array of real numbers: {refused}") from None
+    if array.ndim == 0 and array.dtype.kind not in "biuf":
+        raise error(
+            f"{what}: {shown_briefly(values)} of type {type(values).__name__} is not {accepted}"
+        )
+    return array

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import checked_int, is_int
+from torchlean._tensor_data import host_array
 from torchlean.backend.errors import TorchLeanError
 
 __all__ = ["BatchError", "minibatches", "order"]
@@ -73,9 +74,12 @@ def minibatches(
     needed. Every setting is checked before the first minibatch.
 
     Raises:
-        BatchError: no arrays, arrays of different lengths or of rank 0, ``batch_size`` not an int
-            >= 1, ``shuffle`` without ``epoch``, ``epoch`` not an int >= 0, ``seed`` not an int in
-            ``[0, 2**64)``, ``shuffle`` or ``drop_last`` not a bool (numpy bools accepted).
+        BatchError: no arrays, arrays of different lengths or of rank 0, ragged nested lists, an
+            object that is not array data (``None``, a dict, a generator: named by its type), a
+            torch tensor that requires grad (pass ``t.detach()``) or has no dense values,
+            ``batch_size`` not an int >= 1, ``shuffle`` without ``epoch``, ``epoch`` not an int
+            >= 0, ``seed`` not an int in ``[0, 2**64)``, ``shuffle`` or ``drop_last`` not a bool
+            (numpy bools accepted).
     """
     if epoch is None:
         if isinstance(shuffle, bool | np.bool_) and shuffle:
@@ -91,7 +95,11 @@ def minibatches(
         raise BatchError(f"drop_last must be a bool, got {drop_last!r}")
     if not arrays:
         raise BatchError("minibatches needs at least one array (as TensorDataset(*arrays))")
-    values = [np.asarray(a) for a in arrays]
+    values = [
+        host_array(a, f"array {index}", BatchError, "array data (accepted: arrays with rows along a first "
+                   "axis: a numpy array, a torchlean or torch tensor, or nested lists)")
+        for index, a in enumerate(arrays)
+    ]
     for index, value in enumerate(values):
         if value.ndim == 0:
             raise BatchError(f"array {index} is a scalar; minibatches take rows along a first axis")

@@ -58,6 +58,7 @@ from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._memory import usable_memory
 from torchlean._paths import lookup_failure, missing_file_name
+from torchlean._tensor_data import host_array
 from torchlean.backend import profiles
 from torchlean.backend.contracts import ClaimKind, EvidenceKind
 from torchlean.backend.display import escaped
@@ -834,15 +835,15 @@ class Checkpoint:
 
         Raises:
             CheckpointError: ``x`` is not a rectangular array of real numbers (strings, objects,
-                complex numbers and ragged sequences are refused, as by the trainer), not
+                complex numbers, ragged sequences and torch tensors that require grad are refused, as
+                by the trainer), not
                 ``[n, features]`` (naming both feature counts); :class:`FeatureValueError` (a
                 CheckpointError): a value is NaN or infinite, or standardises beyond ``dtype``'s
                 range (``x[0, 0] (feature alcohol): ...``, numpy's 0-based indices).
         """
-        try:
-            given = np.asarray(x)
-        except ValueError as error:  # a ragged nested sequence
-            raise CheckpointError(f"features must be a rectangular array of real numbers: {error}") from None
+        given = host_array(
+            x, "features", CheckpointError, "feature data (accepted: [n, features] real numbers)"
+        )
         if given.dtype.kind not in "biuf":
             raise CheckpointError(
                 "features must be real numbers (accepted: bool, integer or float arrays), got dtype "

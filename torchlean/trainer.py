@@ -45,6 +45,7 @@ from typing_extensions import TypeVar
 from torchlean import functional as F
 from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
 from torchlean._interrupts import store_together
+from torchlean._tensor_data import host_array
 from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from torchlean.autograd.session import Session
 from torchlean.autograd.typed_graph import GraphProgram
@@ -458,8 +459,10 @@ def session_seed(seed: int) -> int:
 
 
 def _rectangular(values: npt.ArrayLike, what: str) -> Array:
-    """``np.asarray(values)``; raises TrainerError for ragged nested sequences (numpy's bare
-    ``ValueError``), and for a single value that is not a number (``None``, a string, a dict:
+    """``np.asarray(values)`` (:func:`~torchlean._tensor_data.host_array`: a torch tensor read as
+    ``from_torch`` reads it, one that requires grad, or a meta or sparse one, refused); raises
+    TrainerError for ragged nested sequences (numpy's bare ``ValueError``), and for a single
+    value that is not a number (``None``, a string, a dict:
     ``targets: None of type NoneType is not target data ...``, as ``torchlean.tensor(None)`` says
     it is not numeric data, rather than a shape ``()`` refusal), naming ``what`` (``inputs``,
     ``targets``)."""
@@ -471,17 +474,11 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
                 f"lengths {lengths} (as Dataset.standardised_targets() returns (train, test): pass one of "
                 "them)"
             )
-    try:
-        array = np.asarray(values)
-    except ValueError as error:
-        raise TrainerError(f"{what} must be a rectangular array of real numbers: {error}") from None
-    if array.ndim == 0 and array.dtype.kind not in "biuf":
-        raise TrainerError(
-            f"{what}: {shown_briefly(values)} of type {type(values).__name__} is not "
-            f"{what.removesuffix('s')} data (accepted: real numbers with one row per sample: a "
-            "numpy array, a torchlean Tensor or nested lists)"
-        )
-    return array
+    accepted = (
+        f"{what.removesuffix('s')} data (accepted: real numbers with one row per sample: a numpy array, "
+        "a torchlean Tensor or nested lists)"
+    )
+    return host_array(values, what, TrainerError, accepted)
 
 
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
