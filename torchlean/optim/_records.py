@@ -794,8 +794,12 @@ class Optimizer(PicklesAtEveryProtocol):
         Raises:
             OptimizerError: ``lr`` not a real number or out of the record's domain (as when the
                 record is built: ``optimizer: learning rate must be finite and nonnegative, got
-                -0.1``), or a group's scaled rate out of it; the optimizer is unchanged.
+                -0.1``), or a group's scaled rate out of it; an array or tensor of one or more
+                dimensions (``got array([0.05]): pass it as a number, float(lr.item())``, not the
+                records' hint on torch's ``Optimizer(params, lr)`` order, which does not apply
+                here); the optimizer is unchanged.
         """
+        _refuse_array_rate(lr)
         config = replace(self.config, lr=plain_float(lr))  # type: ignore[type-var]
         group_configs = [_group_config(config, g) for g in self.groups]
         self.config, self.group_configs = config, group_configs
@@ -1166,6 +1170,21 @@ def rmsprop(
         weight_decay=plain_float(weight_decay),
         momentum=plain_float(momentum),
         centered=plain_bool(centered),
+    )
+
+
+def _refuse_array_rate(lr: object) -> None:
+    """Refuse a rate given as an array or tensor of one or more dimensions (a schedule's
+    ``np.array([0.05])``), naming it and the way to a number: the records' refusal of an array in
+    the rate's place is about torch's ``Optimizer(params, lr)`` order, which ``set_lr`` and
+    schedules do not have (review132 F6)."""
+    ndim = getattr(lr, "ndim", None)
+    if not isinstance(ndim, int) or ndim == 0 or isinstance(lr, numbers.Real):
+        return
+    size = int(np.prod(getattr(lr, "shape", ()), dtype=np.int64))
+    way = "pass it as a number, float(lr.item())" if size == 1 else f"it holds {size} values"
+    raise OptimizerError(
+        f"optimizer: learning rate must be a real number (int or float), got {shown_briefly(lr)}: {way}"
     )
 
 
