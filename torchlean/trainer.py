@@ -57,7 +57,7 @@ from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provid
 from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
 from torchlean.nn.eager import RUNNING_STATISTICS_OPS, EagerOps
-from torchlean.nn.layers import Layer, is_bool
+from torchlean.nn.layers import Layer, ShapeError, is_bool
 from torchlean.nn.lowering import DropoutMask, EmbeddingIndex, GraphOps, RunningUpdate
 from torchlean.nn.model import SEED_RANGE, InputShape, Model, StateError, build, is_seed, not_a_layer
 from torchlean.nn.ops import Ops, T
@@ -1194,6 +1194,7 @@ class Trainer(Generic[In, Out]):
             x: Ref = ops.input(batch_shape)
             params: list[Ref] = list(ops.params(self.model))
             out = self.model.layer.forward(ops, params, x, training=with_loss)
+            self._check_output(tuple(ops.shape(out)), batch_shape[0])  # once, when lowered
             if with_loss:
                 target: Ref = ops.input((batch_shape[0], *self.model.output_shape))
                 out = _loss(ops, self.objective, out, target)
@@ -1264,6 +1265,7 @@ class Trainer(Generic[In, Out]):
         ops = EagerOps()
         device = self.config.device.label
         out = self.model.layer.forward(ops, params, Tensor(xb, device=device), training=True)
+        self._check_output(out.shape, xb.shape[0])  # a tuple comparison
         loss = _loss(ops, self.objective, out, Tensor(target, device=device))
         loss.backward()
         return loss, self._buffer_values(params, ops.buffer_updates)
@@ -1785,7 +1787,24 @@ class Trainer(Generic[In, Out]):
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)
                     out = self.model.layer.forward(EagerOps(), params, x_t, training=False)
+                    self._check_output(out.shape, xb.shape[0])  # a tuple comparison
                 yield out.numpy()
+
+    def _check_output(self, got: tuple[int, ...], rows: int) -> None:
+        """Refuse a forward whose output is not ``(rows, *model.output_shape)``: a layer of one's
+        own whose ``forward`` disagrees with its ``output_shape`` (review132 F10), which would
+        otherwise give ``predict`` results of the wrong shape and ``evaluate`` scores of them.
+
+        Raises:
+            ShapeError: naming the layer and both shapes.
+        """
+        expected = (rows, *self.model.output_shape)
+        if tuple(got) != expected:
+            raise ShapeError(
+                f"{self.model.layer.describe()} produced outputs of shape {tuple(got)}, but its "
+                f"output_shape gives {expected} for {rows} rows (accepted: a forward that produces "
+                "the shape output_shape declares)"
+            )
 
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike) -> dict[str, float]:
         """``{"accuracy": ...}`` for cross-entropy, ``{"mse": ...}`` for MSE (float64 metrics).

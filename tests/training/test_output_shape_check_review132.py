@@ -1,0 +1,37 @@
+"""review132 F10: a layer whose forward disagrees with its declared output_shape is refused with a
+ShapeError naming the layer and both shapes, in predict, evaluate and fit, eager and typed graph."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from torchlean import nn
+from torchlean.nn import Layer
+from torchlean.nn.layers import ShapeError
+from torchlean.trainer import RunConfig, Trainer
+
+
+@dataclass(frozen=True)
+class Head(Layer):
+    kind = "head"
+
+    def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+        return (2,)
+
+    def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+        return x  # really 3 wide
+
+
+X = np.random.default_rng(0).random((10, 4))
+Y = np.arange(10) % 2
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_mismatched_forward_refused(execution: str) -> None:
+    t = Trainer(nn.sequential(nn.linear(4, 3), Head()), objective="cross-entropy",
+                config=RunConfig(execution=execution))
+    shapes = r"produced outputs of shape \(10, 3\), but its output_shape gives \(10, 2\)"
+    for call in (lambda: t.predict(X), lambda: t.evaluate(X, Y), lambda: t.fit(X, Y, batch_size=10)):
+        with pytest.raises(ShapeError, match=r"sequential\(linear\(4, 3\), head\) " + shapes):
+            call()
