@@ -112,6 +112,7 @@ def test_nan_labels_are_named_as_missing_values(capsys: pytest.CaptureFixture[st
         capsys,
         f"{ids}: line 3, column y: not a number: 'cat', but 3 of the 6 labels are numbers, and 1 is NaN, a "
         "missing value too: torchlean reads no missing values (remove such rows); pass --task classification "
-        "to read every label as a class name",
+        "to read every label as a class name (a 'nan' label then names a class of its own: remove those rows "
+        "first)",  # review131 F4
         "train", "--dataset", str(ids), *TRAIN,
     )
