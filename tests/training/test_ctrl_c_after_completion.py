@@ -64,6 +64,28 @@ def test_train_saved_then_ctrl_c_keeps_status_0_and_the_checkpoint(
     assert saved.stat().st_size > 0
 
 
+def test_train_report_written_then_ctrl_c_keeps_status_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --save no handler takes Ctrl-C: the report written is the mark."""
+    calls: list[int] = []
+
+    def completed_then_ctrl_c(status: int) -> int:
+        _completion.completed(status)
+        calls.append(status)
+        if len(calls) == 1:  # the mark after the report, before its wrote line
+            raise KeyboardInterrupt
+        return status
+
+    monkeypatch.setattr(train, "completed", completed_then_ctrl_c)
+    record = tmp_path / "r.json"
+    assert cli.main(["train", "--dataset", "iris", "--epochs", "1", "--report-json", str(record)]) == 0
+    out, err = capsys.readouterr()
+    assert "error: interrupted" not in err
+    assert f"wrote {record}" not in out  # marked once the file was written, before its wrote line
+    assert record.stat().st_size > 0 and calls == [0]
+
+
 def test_inspect_finished_then_ctrl_c_keeps_status_0(
     checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

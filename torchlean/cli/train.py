@@ -1218,6 +1218,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
         write_json_record(args.report_json, record)
+        if args.save is None:  # every output written; with --save, the run's own handler takes Ctrl-C
+            completed(0)  # until it returns (no --save: nothing requests a stop, so the status is 0)
         if not json_on_stdout:  # as predict: stdout carries the record itself
             print(f"wrote {shown_path(args.report_json)}")
     if args.save is not None:
