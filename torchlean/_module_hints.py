@@ -80,6 +80,10 @@ OPTIMIZER_HINTS: Final[dict[str, str]] = {
         "buffers first.<i>, second.<i>); load_state_dict(state) resumes from it"
     ),
     "defaults": "optimizer.config is the record it was created from (optim.adam(...)), every hyper-parameter",
+    "lr": (
+        "the learning rate in effect is optimizer.config.lr; set_lr(lr) changes it (torch's "
+        "param_group['lr'] = lr)"
+    ),
 }
 """The hints of ``Optimizer.__getattr__``."""
 

@@ -783,8 +783,10 @@ class Trainer(Generic[In, Out]):
         self.history: History | None = None
         """What the last :meth:`fit` call trained and measured (epoch losses, and with
         ``validation`` each epoch's validation loss and metric, the best epoch, where early
-        stopping stopped), set when it returns or fails (then up to its last whole epoch);
-        ``None`` before the first. Keras' ``model.fit(...).history``."""
+        stopping stopped), set when it returns or fails (then up to its last whole epoch whose
+        mean loss was taken: an epoch stopped right after its last update counts in
+        :attr:`epochs_done` but is not listed); ``None`` before the first. Keras'
+        ``model.fit(...).history``."""
         self.val_outputs: Array | None = None
         """MSE: the model's outputs for ``x_val`` from the last validation of :meth:`fit`,
         ``(n_val, *output_shape)`` in the model dtype, bit for bit what :meth:`predict` (its
@@ -1111,7 +1113,8 @@ class Trainer(Generic[In, Out]):
         if self.objective is Objective.CROSS_ENTROPY:
             *positions, classes = self.model.output_shape
             if array.ndim == len(positions) + 1:
-                integral = array.dtype.kind in "iu"
+                # an empty list is float64 to numpy, and holds no label that is not an integer
+                integral = array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f")
                 if not integral or (array.size and (array.min() < 0 or array.max() >= classes)):
                     span = f" with range [{array.min()}, {array.max()}]" if integral else ""
                     whole = array.dtype.kind == "f" and bool(np.all(np.isfinite(array))) and bool(
@@ -1345,13 +1348,13 @@ class Trainer(Generic[In, Out]):
                 before any update.
         """
         self._require_parameters()
-        self._open_for_training("step")
-        x, y = self._training_data(xb, yb)
+        x, y = self._training_data(xb, yb)  # before the session opens, as fit (review132 F4)
         if x.shape[0] == 0:
             raise TrainerError(
                 f"step needs at least one sample; got an empty minibatch (x of shape {x.shape})"
             )
         self._refuse_single_sample_batches(x.shape[0], x.shape[0], data="the minibatch holds")
+        self._open_for_training("step")
         return self._update(x, y)
 
     def _require_parameters(self) -> None:
@@ -1766,8 +1769,8 @@ class Trainer(Generic[In, Out]):
             IRError: a layer the typed graph cannot lower (a custom layer whose ops the IR lacks).
         """
         batch_size = checked_int(batch_size, "batch_size", 1, TrainerError)
-        session = self.open()
-        outputs = list(self._outputs(session, self._x(x), batch_size))
+        xs = self._x(x)  # before the session opens: a refused call leaves an unrun trainer copyable
+        outputs = list(self._outputs(self.open(), xs, batch_size))
         if not outputs:
             return np.zeros((0, *self.model.output_shape), dtype=self.model.dtype)
         return np.concatenate(outputs)
@@ -1823,18 +1826,17 @@ class Trainer(Generic[In, Out]):
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
                 under the no-grad policy as eager inference).
         """
+        xs = self._x(x)  # the data before the session opens, as predict's (review132 F4)
+        targets = self._y(y, xs.shape[0])
         if self.objective is Objective.CROSS_ENTROPY:  # a chunk of logits at a time (a vocabulary's)
-            session = self.open()  # its errors first, as predict's
-            xs = self._x(x)
-            targets = self._y(y, xs.shape[0])
+            session = self.open()
             labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)
             hits, start = 0, 0
             for logits in self._outputs(session, xs, _EVALUATION_CHUNK):
                 hits += _hits(logits, labels[start : start + logits.shape[0]])
                 start += logits.shape[0]
             return {"accuracy": hits / labels.size if labels.size else math.nan}
-        prediction = self.predict(x).astype(np.float64)
-        targets = self._y(y, prediction.shape[0])
+        prediction = self.predict(xs).astype(np.float64)
         if prediction.shape[0] == 0:
             return {"mse": math.nan}
         target = np.asarray(y, dtype=np.float64).reshape(targets.shape)

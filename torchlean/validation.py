@@ -292,7 +292,9 @@ class History:
 
     ``epochs`` are the trainer's lifetime epoch numbers (from 0, as ``on_batch`` and
     ``lr_schedule`` get them) of the epochs this fit completed, ``loss`` their mean training
-    losses (what ``fit`` returns). With validation data, ``val_loss`` is each epoch's validation
+    losses (what ``fit`` returns); an epoch stopped (Ctrl-C, an ``on_batch`` that raised) right
+    after its last update counts in ``Trainer.epochs_done`` but is not listed, as its mean loss
+    and validation were never taken. With validation data, ``val_loss`` is each epoch's validation
     loss (the training objective, label smoothing included, in float64 over the whole validation
     set) and ``val_accuracy`` (cross-entropy) or ``val_mse`` (MSE; equal to ``val_loss``) its
     metric as :meth:`Trainer.evaluate` computes it; else those are ``None``. ``best_epoch`` is

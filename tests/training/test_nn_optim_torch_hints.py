@@ -47,6 +47,7 @@ OPTIMIZER_HINTS = {
     "add_param_group": "an optimizer's parameters and groups are fixed when it is created",
     "state": "state_dict() gives the state as numpy arrays",
     "defaults": "optimizer.config is the record it was created from",
+    "lr": "the learning rate in effect is optimizer.config.lr; set_lr(lr) changes it",  # review132 F11
 }
 
 

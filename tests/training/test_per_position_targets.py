@@ -126,8 +126,8 @@ def test_evaluate_counts_positions_across_its_chunks():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the session opens where CUDA is usable")
 def test_evaluate_opens_the_session_first_as_predict():
-    """A trainer that cannot open its session (cuda on this build) reports that before looking at
-    the data, in evaluate as in predict."""
+    """A trainer that cannot open its session (cuda on this build) reports that once its data are
+    accepted, in evaluate as in predict."""
     from torchlean.backend.errors import TorchLeanError
 
     config = RunConfig().with_profile("checked_cuda")
@@ -135,3 +135,14 @@ def test_evaluate_opens_the_session_first_as_predict():
     for call in (lambda: trainer.predict(np.zeros((0, 4))), lambda: trainer.evaluate(np.zeros((0, 4)), [])):
         with pytest.raises(TorchLeanError, match="CUDA"):
             call()
+
+
+def test_an_empty_label_list_is_no_labels():
+    """``[]`` is float64 to numpy; with no rows it holds no label that is not an integer, so an empty
+    evaluation is NaN (as for an empty int array), not a refusal of its dtype."""
+    trainer = Trainer(nn.linear(4, 3), objective="cross-entropy", input_shape=(4,))
+    for labels in ([], np.zeros(0), np.zeros(0, dtype=np.int64)):
+        result = trainer.evaluate(np.zeros((0, 4)), labels)
+        assert list(result) == ["accuracy"] and np.isnan(result["accuracy"])
+    with pytest.raises(TrainerError, match=r"must be integers in \[0, 3\), got dtype float64$"):
+        trainer.evaluate(np.zeros((1, 4)), [0.5])
