@@ -303,6 +303,7 @@ ATEN_NO_REDUCTION = {
 
 # The aten VJPs that are ATen's own backward kernel, each with the kernel its VJP function calls.
 ATEN_OWN_BACKWARD = {
+    "relu": ("pointwise", "threshold_backward"),
     "log_softmax": ("kernels", "_log_softmax_backward_data"),
     "softmax": ("kernels", "_softmax_backward_data"),
     "layer_norm": ("spatial", "native_layer_norm_backward"),
@@ -332,16 +333,19 @@ def test_aten_vjp_summaries_name_atens_own_backward_kernel_where_it_runs() -> No
     import inspect
 
     from torchlean.backend.providers.aten import capsules as aten
-    from torchlean.backend.providers.aten import kernels, spatial
+    from torchlean.backend.providers.aten import kernels, pointwise, spatial
+    from torchlean.backend.vocabulary import VJPMode
 
-    sources = {"kernels": kernels, "spatial": spatial}
+    sources = {"kernels": kernels, "pointwise": pointwise, "spatial": spatial}
     for capsule in aten.CAPSULES:
         label = capsule.op.label
-        own = f"TorchLean tape calls ATen's own `{label}` backward kernel ("
+        own = f"ATen's own `{label}` backward kernel computes the local VJP ("
         rule = f"TorchLean tape applies the reference `{label}` VJP rule, evaluated with torch CPU kernels ("
-        if label in ATEN_OWN_BACKWARD:
+        if label in ATEN_OWN_BACKWARD:  # a backend kernel computes the local VJP (review134 F1)
             assert capsule.vjp_contract.summary.startswith(own), capsule.name
+            assert capsule.vjp_mode is VJPMode.BACKEND_VJP, capsule.name
             module, called = ATEN_OWN_BACKWARD[label]
             assert called in inspect.getsource(getattr(sources[module], f"{label}_vjp")), label
         else:
             assert capsule.vjp_contract.summary.startswith(rule), capsule.name
+            assert capsule.vjp_mode is VJPMode.TORCHLEAN_TAPE, capsule.name

@@ -831,8 +831,8 @@ def test_plan_report_names_the_aten_capsule() -> None:
     text = profiles.get("fast_cpu").plan_report([BackendOp.CONV, BackendOp.RELU])
     lines = text.splitlines()
     for label, reduction in (("conv", "implementation-defined"), ("relu", "n/a")):
-        assert (
-            f"  {label}: aten.{label} provider=aten trust=checked vjp=torchlean-tape reduction={reduction}"
+        assert (  # ATen's backward kernels compute their VJPs (review134 F1)
+            f"  {label}: aten.{label} provider=aten trust=checked vjp=backend-vjp reduction={reduction}"
         ) in lines
     # the layout evidence is the guard that refuses on the aten path (check_aten_layout only converts)
     assert "guarded at runtime by torchlean.backend.providers.reference.guards.check_canonical_layout" in text

@@ -28,9 +28,12 @@ This is the VJP evidence of every ``aten.<op>`` capsule (DESIGN.md §1.8). For e
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,7 +73,7 @@ from torchlean.backend.providers.aten import pointwise
 from torchlean.backend.providers.aten import spatial as aten_spatial
 from torchlean.backend.providers.reference import kernels as reference
 from torchlean.backend.providers.reference import spatial
-from torchlean.backend.vocabulary import BackendOp
+from torchlean.backend.vocabulary import BackendOp, VJPMode
 from torchlean.cli import main
 from torchlean.models import build_model
 from torchlean.trainer import Objective, RunConfig, Trainer
@@ -92,22 +95,30 @@ def test_cases_cover_every_aten_vjp() -> None:
     for capsule in aten_capsules.CAPSULES:
         assert capsule.vjp_contract.evidence.name == "tests/runtime/test_aten_gradients.py"
         assert capsule.vjp_contract.provenance[0].symbol == f"def {capsule.op.label}_vjp("
-        # ATen's own backward kernels, or the reference rule written in torch ops: the summary says which
-        aten_backward = {
-            "log_softmax",
-            "softmax",
-            "layer_norm",
-            "batch_norm",
-            "conv",
-            "conv_transpose",
-            "max_pool",
-            "avg_pool",
-        }
+        # ATen's own backward kernel (backend-vjp, the seed's "local VJP computed by a backend
+        # kernel"), or the reference rule written in torch ops (torchlean-tape): read off the VJP's
+        # source, which the label and the summary must agree with (review134 F1)
+        module = importlib.import_module(
+            capsule.vjp_contract.provenance[0].path.removesuffix(".py").replace("/", ".")
+        )
+        (function,) = ast.parse(inspect.getsource(getattr(module, f"{capsule.op.label}_vjp"))).body
+        assert isinstance(function, ast.FunctionDef)
+        code = ast.unparse(function.body[1:])  # without its docstring (and comments)
+        backend = re.search(r"\baten\.\w+_backward(_data)?\b", code) is not None  # an ATen op
         summary = capsule.vjp_contract.summary
-        if capsule.op.label in aten_backward:
-            assert summary.startswith(f"TorchLean tape calls ATen's own `{capsule.op.label}` backward kernel")
+        if backend:
+            assert capsule.vjp_mode is VJPMode.BACKEND_VJP, capsule.name
+            assert capsule.vjp_contract.claim.mode is VJPMode.BACKEND_VJP, capsule.name
+            assert summary.startswith(f"ATen's own `{capsule.op.label}` backward kernel computes"), summary
         else:
+            assert capsule.vjp_mode is VJPMode.TORCHLEAN_TAPE, capsule.name
+            assert capsule.vjp_contract.claim.mode is VJPMode.TORCHLEAN_TAPE, capsule.name
             assert "evaluated with torch CPU kernels" in summary
+    backend_ops = {c.op.label for c in aten_capsules.CAPSULES if c.vjp_mode is VJPMode.BACKEND_VJP}
+    assert backend_ops == {
+        "relu", "log_softmax", "softmax", "layer_norm", "batch_norm", "conv", "conv_transpose", "max_pool",
+        "avg_pool",
+    }  # fmt: skip
 
 
 def _differentiable(x: Array) -> bool:

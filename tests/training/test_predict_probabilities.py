@@ -31,7 +31,7 @@ from torchlean.autograd.grad_mode import no_grad
 from torchlean.checkpoint import Checkpoint
 
 AUDIT_SOFTMAX = (
-    "  softmax: {provider}.softmax provider={provider} trust=checked vjp=torchlean-tape reduction={order}"
+    "  softmax: {provider}.softmax provider={provider} trust=checked vjp={vjp} reduction={order}"
 )
 
 
@@ -129,7 +129,7 @@ def test_probabilities_are_the_softmax_of_the_models_logits(capsys, tmp_path, ir
         assert max(len(d) for d in digits) <= 9
 
     lines = out.splitlines()
-    assert AUDIT_SOFTMAX.format(provider="reference", order="fixed-left") in lines
+    assert AUDIT_SOFTMAX.format(provider="reference", vjp="torchlean-tape", order="fixed-left") in lines
     assert lines[-1] == f"wrote {output}"
 
 
@@ -150,13 +150,15 @@ def test_fast_cpu_and_typed_graph_name_their_softmax_capsule(capsys, tmp_path, i
     code, out, err = cli(capsys, "predict", str(iris32), "--dataset", "iris", "--probabilities",
                          "--execution", "typed-graph", "--output", str(typed))
     assert (code, err) == (0, "")
-    assert AUDIT_SOFTMAX.format(provider="reference", order="fixed-left") in out.splitlines()
+    lines = out.splitlines()
+    assert AUDIT_SOFTMAX.format(provider="reference", vjp="torchlean-tape", order="fixed-left") in lines
     assert read_csv(typed.read_text())[1] == reference  # the same kernels: the same text
     fast = tmp_path / "fast.csv"
     code, out, err = cli(capsys, "predict", str(iris32), "--dataset", "iris", "--probabilities",
                          "--profile", "fast_cpu", "--output", str(fast))
     assert (code, err) == (0, "")
-    assert AUDIT_SOFTMAX.format(provider="aten", order="implementation-defined") in out.splitlines()
+    lines = out.splitlines()  # ATen's _softmax_backward_data is its VJP (review134 F1)
+    assert AUDIT_SOFTMAX.format(provider="aten", vjp="backend-vjp", order="implementation-defined") in lines
     header, rows = read_csv(fast.read_text())
     np.testing.assert_allclose(probability_cells(header, rows, 1), probability_cells(header, reference, 1),
                                rtol=0, atol=1e-6)
@@ -182,7 +184,7 @@ def test_split_test_to_stdout_puts_the_row_column_first(iris32):
     np.testing.assert_allclose(probability_cells(header, rows, 2), expected, rtol=0, atol=1e-6)
     lines = err.splitlines()
     assert lines[1] == "dataset=iris rows=30 split=test profile=checked_cpu execution=eager"
-    assert AUDIT_SOFTMAX.format(provider="reference", order="fixed-left") in lines
+    assert AUDIT_SOFTMAX.format(provider="reference", vjp="torchlean-tape", order="fixed-left") in lines
 
 
 def test_ignore_labels_and_numeric_class_names(capsys, tmp_path):

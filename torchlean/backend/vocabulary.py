@@ -249,11 +249,13 @@ class TrustLevel(LabelledEnum):
 class VJPMode(LabelledEnum):
     """Who owns a capsule's local VJP (seed chapter, "Forward And Backward Ownership").
 
-    The tape drives every backward traversal; the mode says where the local rule is written.
-    ``torchlean-tape``: in torchlean's Python, whatever kernels evaluate it (numpy under
-    ``reference``; torch ops, ATen backward kernels such as ``convolution_backward`` among them,
-    under ``aten``). ``backend-vjp``: in the backend, as ``native-cuda``'s C++ ``<op>_backward``
-    entry points (some of which call the same ATen backward kernels). ``none``: no VJP.
+    The tape drives every backward traversal; the mode says what computes the local rule.
+    ``torchlean-tape``: torchlean composes it from runtime operations (numpy under ``reference``,
+    torch forward ops such as ``matmul`` under ``aten``). ``backend-vjp``: a backend kernel computes
+    it, as ``native-cuda``'s C++ ``<op>_backward`` entry points and the ``aten`` capsules whose VJP
+    is ATen's own backward kernel (``convolution_backward``, ``native_layer_norm_backward``, ...).
+    ``none``: no VJP. As a policy, ``torchlean-tape`` admits capsules of either mode and
+    ``backend-vjp`` only ``backend-vjp`` ones (anchor-backend.md §1.6).
     """
 
     NONE = "none"

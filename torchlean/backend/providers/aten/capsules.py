@@ -11,7 +11,11 @@ average pooling, and attention. The reference ops without an aten capsule (hard_
 scatter_add, the two seeded random sources, smooth_max_pool) plan to ``reference.*`` under
 ``fast_cpu``; of them the trainer and ``nn`` use only dropout's ``bernoulli_mask``.
 
-Every capsule: provider ``aten``, device ``cpu``, trust ``checked``, VJP mode ``torchlean-tape``,
+Every capsule: provider ``aten``, device ``cpu``, trust ``checked``; VJP mode ``backend-vjp`` for the
+nine ops whose VJP is ATen's own backward kernel (relu's ``threshold_backward``, softmax and
+log_softmax, layer and batch norm, the convolutions and the pools: the seed chapter's "local VJP
+computed by a backend kernel", review134 F1), ``torchlean-tape`` for the rest, whose VJP is the
+reference rule written in torch ops (a ``torchlean-tape`` policy, every profile's, admits both);
 reduction ``implementation-defined`` (torch promises no summation order) wherever the forward or
 the VJP sums (the contractions, normalisations, reductions, pools, attention, and the binary
 pointwise ops and ``broadcast``, whose VJPs sum over broadcast axes, and ``gather``, whose VJP adds
@@ -31,8 +35,9 @@ Evidence names are real (what runs on the kernel path of ``aten/kernels.py``, ``
   the reference forward), provenance the forward ``def <op>(``;
 * vjp: the gradient suite ``tests/runtime/test_aten_gradients.py`` (aten VJP against the reference
   VJP and torch autograd, tape gradients under ``fast_cpu`` against ``checked_cpu``), provenance
-  the VJP ``def <op>_vjp(``. The backward is TorchLean's rule (the reference's), evaluated with
-  torch kernels; torch autograd never records.
+  the VJP ``def <op>_vjp(``. A ``torchlean-tape`` backward is TorchLean's rule (the reference's)
+  evaluated with torch kernels, a ``backend-vjp`` one ATen's backward kernel (whose rounding may
+  differ: layer norm's caveat); the tape drives both, and torch autograd never records.
 
 Data only: this module imports neither numpy nor torch.
 """
@@ -221,6 +226,7 @@ _VJP_KERNELS: dict[BackendOp, str] = {
     _B.MATMUL: "torch.matmul for g @ b^T and a^T @ g, torch.sum over broadcast batch axes",
     _B.LINEAR: "torch.matmul and torch.sum over the leading rows",
     _B.MSE_LOSS: "torch elementwise kernels",
+    _B.RELU: "aten threshold_backward, the reference's selection rule",
     _B.LOG_SOFTMAX: "torch._log_softmax_backward_data",
     _B.SOFTMAX: "torch._softmax_backward_data",
     _B.REDUCE_SUM: "a torch broadcast of the cotangent",
@@ -253,10 +259,11 @@ summary as the value summaries tell theirs (review108 F2; the README lists the s
 
 
 _ATEN_BACKWARD = frozenset({
-    _B.LOG_SOFTMAX, _B.SOFTMAX, _B.LAYER_NORM, _B.BATCH_NORM,
+    _B.RELU, _B.LOG_SOFTMAX, _B.SOFTMAX, _B.LAYER_NORM, _B.BATCH_NORM,
     _B.CONV, _B.CONV_TRANSPOSE, _B.MAX_POOL, _B.AVG_POOL,
 })
-"""The ops whose aten VJP is ATen's backward kernel, not the reference rule written in torch ops."""
+"""The ops whose aten VJP is ATen's backward kernel, not the reference rule written in torch ops:
+their capsules are ``backend-vjp``."""
 
 
 def kernel_path(op: BackendOp) -> str:
@@ -278,13 +285,17 @@ def _vjp_summary(op: BackendOp) -> str:
         order = "reduction order implementation-defined"
     if op in _ATEN_BACKWARD:
         return (
-            f"TorchLean tape calls ATen's own `{op.label}` backward kernel ({inside}); {order}."
-            f"{_VJP_CAVEATS.get(op, '')}"
+            f"ATen's own `{op.label}` backward kernel computes the local VJP ({inside}), called from "
+            f"the TorchLean tape; {order}.{_VJP_CAVEATS.get(op, '')}"
         )
     return (
         f"TorchLean tape applies the reference `{op.label}` VJP rule, evaluated with torch CPU kernels "
         f"({inside}); {order}."
     )
+
+
+def _vjp_mode(op: BackendOp) -> VJPMode:
+    return VJPMode.BACKEND_VJP if op in _ATEN_BACKWARD else VJPMode.TORCHLEAN_TAPE
 
 
 def _capsule(op: BackendOp) -> KernelCapsule:
@@ -297,7 +308,7 @@ def _capsule(op: BackendOp) -> KernelCapsule:
         device=Device.CPU,
         trust_level=TrustLevel.CHECKED,
         supports_forward=True,
-        vjp_mode=VJPMode.TORCHLEAN_TAPE,
+        vjp_mode=_vjp_mode(op),
         shape_contract=guarded(
             ContractClaim.shape_safety(op),
             "Shapes are checked by the reference guard before torch is called.",
@@ -316,7 +327,7 @@ def _capsule(op: BackendOp) -> KernelCapsule:
             (NativeSymbolRef(path, f"def {op.label}("),),
         ),
         vjp_contract=tested(
-            ContractClaim.vjp_refinement(op, VJPMode.TORCHLEAN_TAPE),
+            ContractClaim.vjp_refinement(op, _vjp_mode(op)),
             _vjp_summary(op),
             GRADIENT_SUITE,
             (NativeSymbolRef(path, f"def {op.label}_vjp("),),
