@@ -250,3 +250,32 @@ def test_the_absent_provider_note_says_when_the_capsule_is_outside_the_profiles_
         "  note: preferred provider aten has no capsule for relu on cpu in this profile's capsule "
         "modules; reference.relu runs instead"
     )
+
+
+def test_a_planning_refusal_notes_each_missing_ops_explain() -> None:
+    """review134 F4: ``plan_ops`` (and ``plan_graph``) refused with the original's message, which
+    names only the op; each missing op's ``explain`` now follows as a note, naming the capsule
+    and the rule that refused it, as a session's refusal does. The message itself is unchanged."""
+    from torchlean.backend.errors import PlanningError
+    from torchlean.backend.profiles import BackendProfile
+
+    lt = profiles.get("libtorch_forward_cpu")
+    policy = KernelPolicy(Device.CPU, ProviderPreference.only(Provider.LIBTORCH), AssurancePolicy.CHECKED)
+    strict = BackendProfile("lab_only_libtorch", policy, lt.availability, lt.capsule_modules)
+    with pytest.raises(PlanningError) as caught:
+        strict.plan_ops(["scaled_dot_product_attention", "relu"])
+    assert str(caught.value) == (
+        "no admissible kernel capsule for op scaled_dot_product_attention on device cpu\n"
+        "no admissible kernel capsule for op relu on device cpu"
+    )
+    notes = caught.value.__notes__
+    assert notes == [strict.explain("scaled_dot_product_attention"), strict.explain("relu")]
+    assert (
+        "  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance checked"
+        in notes[0].splitlines()
+    )
+    excluded = (
+        "  reference.relu (reference/cpu): provider preference: "
+        "provider reference is excluded by only libtorch"
+    )
+    assert excluded in notes[1].splitlines()

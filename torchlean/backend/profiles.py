@@ -31,7 +31,7 @@ from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.collector import collector_paused
 from torchlean.backend.display import name_shown
-from torchlean.backend.errors import UnknownLabelError
+from torchlean.backend.errors import PlanningError, UnknownLabelError
 from torchlean.backend.fields import (
     BackendTypeError,
     describe,
@@ -181,11 +181,22 @@ class BackendProfile:
                 neither a member nor a string. UnknownLabelError: an unknown op label.
             RegistryError: a duplicate module name or capsule identity.
             PlanningError: one ``no admissible kernel capsule for op {op} on device {device}``
-                message per missing op (``.messages``).
+                message per missing op (``.messages``, the original's), and per missing op a note
+                (``__notes__``, which a traceback shows) with its :meth:`explain`: each capsule's
+                reason, as a session's refusal gives them (review134 F4).
         """
         requested = requested_ops(ops)
         validate_modules(self.capsule_modules)
-        return plan_ops_available(self.policy, self.availability, self.registry(), requested)
+        try:
+            return plan_ops_available(self.policy, self.availability, self.registry(), requested)
+        except PlanningError as error:
+            self._explain_missing(error)
+            raise
+
+    def _explain_missing(self, error: PlanningError) -> None:
+        """Add each missing op's :meth:`explain` to ``error`` as a note."""
+        for op in error.missing_ops:
+            error.add_note(self.explain(op))
 
     def explain_verdicts(self, op: BackendOp | str) -> tuple[CapsuleVerdict, ...]:
         """One verdict per capsule registered for ``op`` (a member or its label) in the whole catalog.
@@ -341,12 +352,16 @@ class BackendProfile:
             BackendTypeError: ``graph`` does not follow the IR protocol (no ``nodes`` or no
                 callable ``check_well_formed``).
             RegistryError: invalid modules. TorchLeanError: a malformed graph (the IR's message).
-            PlanningError: missing ops.
+            PlanningError: missing ops, each with its :meth:`explain` as a note (as :meth:`plan_ops`).
         """
         check_graph(graph)
         validate_modules(self.capsule_modules)
         with collector_paused():
-            return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
+            try:
+                return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
+            except PlanningError as error:
+                self._explain_missing(error)
+                raise
 
     def accept_graph(self, graph: GraphLike) -> GraphKernelPlanResult:
         """Plan ``graph`` and run the gate on its groups under this profile's policy.
