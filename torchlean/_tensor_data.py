@@ -127,6 +127,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     else:
         source = data
         from_array = isinstance(data, np.ndarray | np.generic)
+    if (masked := _masked_entries(data)) is not None:
+        raise TensorError(f"cannot create a tensor from {masked}")
     try:
         raw = np.asarray(source)
     except ValueError as exc:
@@ -340,6 +342,24 @@ def _torch_values(t: torch.Tensor) -> Array:
     return arr
 
 
+def _masked_entries(values: object) -> str | None:
+    """What is wrong with ``values`` when it is a numpy masked array with a masked entry (a
+    missing value, the first named), else None: ``np.asarray`` would read the hidden value under
+    the mask as data (review133 F3)."""
+    if not isinstance(values, np.ma.MaskedArray):
+        return None
+    masked = np.ma.getmaskarray(values)
+    count = int(masked.sum())
+    if not count:
+        return None
+    first = tuple(int(i) for i in np.argwhere(masked)[0])
+    return (
+        f"a masked array with {count} masked entr{'ies' if count > 1 else 'y'} (the first at index "
+        f"{first}): torchlean reads no missing values, and the values under the mask are not data "
+        "(accepted: a value in every entry: fill them, m.filled(value), or drop their rows)"
+    )
+
+
 def host_array(values: object, what: str, error: type[Exception], accepted: str) -> Array:
     """``np.asarray(values)`` for data a library function takes (a trainer's inputs and targets,
     a checkpoint's features, :func:`torchlean.batches.minibatches`' arrays), refusing with
@@ -350,8 +370,13 @@ def host_array(values: object, what: str, error: type[Exception], accepted: str)
       tensor that requires grad is refused) and a meta, sparse or nested one (no dense values);
     * ragged nested sequences (numpy's ``ValueError``);
     * a single value that is not a number (``None``, a string, a dict, a generator), named by
-      ``shown_briefly`` and its type, ``accepted`` saying what is taken.
+      ``shown_briefly`` and its type, ``accepted`` saying what is taken;
+    * a numpy masked array with a masked entry (a missing value, as ``np.genfromtxt(...,
+      usemask=True)`` marks one), naming the first: ``np.asarray`` would hand over the hidden
+      value under the mask (review133 F3). One with nothing masked is read as its values.
     """
+    if (masked := _masked_entries(values)) is not None:
+        raise error(f"{what}: {masked}")
     if _is_torch_tensor(values):
         tensor: Any = values
         if tensor.requires_grad:
