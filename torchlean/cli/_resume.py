@@ -84,7 +84,7 @@ from torchlean.validation import MONITORS, ValLossMonitor
 __all__ = [
     "ALWAYS_RECORDED", "DIGEST", "FREE", "Resumed", "Stop", "as_the_run_read", "data_digest", "data_refusal",
     "interruptible", "label_conflict", "label_option", "moved_label", "not_found_advice", "prepare",
-    "recorded_as", "register", "setting_refusal",
+    "read_elsewhere", "recorded_as", "register", "setting_refusal",
 ]
 
 FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
@@ -688,6 +688,20 @@ def _read_here(resumed: Resumed) -> str:
              f"{_shown_directory(shlex.quote(str(there)))}" if there.is_file() else "")
     return (f" (read in this directory, {_shown_directory(os.getcwd())}; its run read it in its working "
             f"directory {_shown_directory(cwd)}{found})")
+
+
+def read_elsewhere(resumed: Resumed | None, message: str, source: str) -> str:
+    """``message``, the refusal of a resumed run's data that a file of the recorded relative
+    dataset path ``source`` in this directory failed to load (too few rows, one class, no rows),
+    led by where it was read when the run read that path in another working directory
+    (:attr:`Resumed.run_directory`): ``the recorded dataset path P (read in this directory, D; its
+    run read it in its working directory C, where a file of that name is: to resume with it, give
+    --dataset C/P) is refused: MESSAGE``, as :func:`check_data` names a file there that loads but
+    differs (review133 F1: else the user debugs a file they did not mean to use); else ``message``
+    as it is (no other directory, or a file not found, which :func:`not_found_advice` covers)."""
+    if resumed is None or resumed.run_directory is None or message.startswith("dataset file not found"):
+        return message
+    return f"{resumed.data_named} {shown_path(source)}{_read_here(resumed)} is refused: {message}"
 
 
 def file_columns(args: argparse.Namespace) -> tuple[str, ...] | None:

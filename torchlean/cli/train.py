@@ -568,6 +568,34 @@ def _load(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> d
         return data.load(args.dataset, label_column=args.label_column, **options)
 
 
+def _load_refused_for_cli(args: argparse.Namespace, resumed: _resume.Resumed | None) -> data.Dataset:
+    """:func:`_load_resumed`, with its refusals worded for the command line: a ``--test-fraction``
+    that leaves no train row, or a train split that loses a class, names the option; a resumed
+    run's refusals get its advice (:func:`_resume.data_refusal`), and a file not found the run's
+    directory (:func:`_resume.not_found_advice`).
+
+    Raises:
+        TorchLeanError: as :func:`_load_resumed`, so worded.
+    """
+    try:
+        return _load_resumed(args, resumed)
+    except data.EmptySplitError as error:
+        raise TorchLeanError(_empty_split(args.test_fraction, error)) from None
+    except data.DataError as error:
+        if "train split" in str(error) and args.test_fraction != data.TEST_FRACTION:
+            raise data.DataError(
+                f"{error} (with --test-fraction {args.test_fraction!r}: a smaller fraction leaves more rows "
+                f"to train on; the default is {data.TEST_FRACTION})"
+            ) from None
+        columns = functools.partial(_resume.file_columns, args)  # read again only if needed (review104 M2)
+        message = _resume.data_refusal(resumed, str(error), columns)
+        if resumed is not None and message.startswith("dataset file not found"):
+            message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
+        if message == str(error):
+            raise
+        raise data.DataError(message) from None
+
+
 def _load_resumed(args: argparse.Namespace, resumed: _resume.Resumed | None) -> data.Dataset:
     """:func:`_load`, with a refusal of the data that a ``--label-column`` given to a resumed run
     caused by naming another column than the run's label column said so instead
@@ -933,22 +961,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     schedule: LRSchedule = args.lr_schedule
     scheduled = _checked_schedule(schedule, optimizer, args.epochs)
     try:
-        dataset = _load_resumed(args, resumed)
-    except data.EmptySplitError as error:
-        raise TorchLeanError(_empty_split(args.test_fraction, error)) from None
-    except data.DataError as error:
-        if "train split" in str(error) and args.test_fraction != data.TEST_FRACTION:
-            raise data.DataError(
-                f"{error} (with --test-fraction {args.test_fraction!r}: a smaller fraction leaves more rows "
-                f"to train on; the default is {data.TEST_FRACTION})"
-            ) from None
-        columns = functools.partial(_resume.file_columns, args)  # read again only if needed (review104 M2)
-        message = _resume.data_refusal(resumed, str(error), columns)
-        if resumed is not None and message.startswith("dataset file not found"):
-            message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
+        dataset = _load_refused_for_cli(args, resumed)
+    except TorchLeanError as error:  # a file of the recorded name here, read where the run did not
+        message = _resume.read_elsewhere(resumed, str(error), dataset_name(args.dataset))
         if message == str(error):
             raise
-        raise data.DataError(message) from None
+        raise TorchLeanError(message) from None  # review133 F1
     # a CSV file: its path as given (standard input as -)
     source = dataset.name if args.dataset in data.DATASETS else dataset_name(args.dataset)
     if dataset.header_note:  # how the file was read, which a resumed run's refusals depend on
