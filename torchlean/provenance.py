@@ -53,6 +53,7 @@ __all__ = [
     "is_sha256",
     "numpy_simd",
     "runs_torch",
+    "runs_torch_on_cpu",
     "source_fault",
     "source_sha256",
     "source_sha256_or_none",
@@ -307,13 +308,19 @@ def runs_torch(profile: profiles.BackendProfile) -> bool:
     )
 
 
+def runs_torch_on_cpu(profile: profiles.BackendProfile) -> bool:
+    """Whether ``profile`` runs torch kernels (:func:`runs_torch`) on the CPU: the profiles whose
+    records hold :func:`torch_cpu_capability` (null by design for every other one)."""
+    return profile.policy.device is Device.CPU and runs_torch(profile)
+
+
 def torch_cpu_capability(profile: profiles.BackendProfile | None) -> str | None:
     """torch's CPU kernel level (``torch.backends.cpu.get_cpu_capability()``: ``DEFAULT``,
     ``AVX2``, ``AVX512``; torch picks it from the CPU and ``ATEN_CPU_CAPABILITY``) when
     ``profile`` runs torch kernels (:func:`runs_torch`) on the CPU, whose bits depend on
     it as the ``reference`` kernels' depend on :func:`numpy_simd`; ``None`` for another profile
     (torch is then not imported), for none, or where torch is not installed."""
-    if profile is None or profile.policy.device is not Device.CPU or not runs_torch(profile):
+    if profile is None or not runs_torch_on_cpu(profile):
         return None
     try:
         import torch

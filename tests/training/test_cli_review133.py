@@ -1,13 +1,19 @@
-"""review133 F1: ``train --resume`` from another directory whose file of the recorded relative
-name fails to load. Oracles: the messages as the review and ``check_data``'s directories word them,
-and the same file's refusal read without another directory."""
+"""review133 F1, F5: ``train --resume`` from another directory whose file of the recorded relative
+name fails to load (F1), and ``inspect``'s word on a ``torch_cpu_capability`` null by design (F5).
+Oracles: the messages as the review and the existing messages word them (``check_data``'s
+directories, the ``torch_threads`` line), and the same file's refusal read without another
+directory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import torch
 from cli_runs import cli, ok
+from test_environment_review64 import edited
+
+from torchlean import checkpoint
 
 SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
 """Two number features and a text label in the last column (review86's s.csv)."""
@@ -59,3 +65,28 @@ def test_a_local_file_of_the_recorded_name_that_fails_to_load_names_both_directo
     (run / "cls.csv").write_text(local)
     monkeypatch.chdir(run)
     assert _refused(capsys, "train", "--resume", str(tmp_path / "m.npz"), "--epochs", "2") == plain
+
+
+# ------------------------------------------------------------------------------------------- F5
+
+
+def _capability_line(capsys: pytest.CaptureFixture[str], path: Path) -> str:
+    code, out, err = cli(capsys, "inspect", str(path))
+    assert code == 0, err
+    [line] = [line for line in out.splitlines() if line.startswith("environment.torch_cpu_capability: ")]
+    return line.removeprefix("environment.torch_cpu_capability: ")
+
+
+def test_inspect_says_why_torch_cpu_capability_is_null(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    small = ("--dataset", "iris", "--hidden", "4", "--epochs", "1")
+    cpu, fast = tmp_path / "cpu.npz", tmp_path / "fast.npz"
+    ok(capsys, *small, "--save", str(cpu))
+    assert checkpoint.load(cpu).environment["torch_cpu_capability"] is None  # type: ignore[index]
+    assert _capability_line(capsys, cpu) == "none (profile checked_cpu runs no torch kernels on the CPU)"
+    ok(capsys, *small, "--profile", "fast_cpu", "--save", str(fast))
+    assert _capability_line(capsys, fast) == torch.backends.cpu.get_cpu_capability()
+    # a fast_cpu checkpoint of a torchlean that did not record it yet (provenance.LATER_KEYS)
+    older = edited(fast, tmp_path / "older.npz", lambda env: env.pop("torch_cpu_capability"))
+    assert _capability_line(capsys, older) == "not recorded (an older checkpoint)"

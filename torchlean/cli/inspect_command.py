@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlean import _csv, _delimiter, checkpoint, data, provenance
+from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli import _resume
@@ -340,6 +341,28 @@ def _source_line(matches: bool | None, saved: checkpoint.Checkpoint) -> str:
     return f"torchlean_source: differs from this torchlean's ({provenance.source_sha256()}): {wrote}"
 
 
+def _environment_value(key: str, value: Any, profile: str) -> str:
+    """The value of the report's ``environment.KEY`` line: the command line as a shell would
+    take it (:func:`_argv`), a null ``torch_cpu_capability`` said why (:func:`_no_capability`),
+    else as :func:`_shown` shows it."""
+    if key == "argv":
+        return _argv(value)
+    if key == "torch_cpu_capability" and value is None:
+        return _no_capability(profile)
+    return _shown(value)
+
+
+def _no_capability(profile: str) -> str:
+    """The ``environment.torch_cpu_capability`` line's value where the checkpoint records none:
+    ``none (profile checked_cpu runs no torch kernels on the CPU)`` where it is null by design,
+    ``not recorded (an older checkpoint)`` for a profile that runs them, as the ``torch_threads``
+    line says it (review133 F5: not ``unknown``, which reads as a value lost). ``profile`` is a
+    known one (:meth:`torchlean.checkpoint.Checkpoint` refuses another)."""
+    if provenance.runs_torch_on_cpu(profiles.get(profile)):
+        return "not recorded (an older checkpoint)"
+    return f"none (profile {_text(profile)} runs no torch kernels on the CPU)"
+
+
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     """The report's ``name: value`` lines for ``record`` (:func:`facts`)."""
     nouns = {"classes": "classes", "feature_names": "feature names"}
@@ -373,11 +396,8 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
         lines.append("environment: unknown (written before torchlean recorded it, or built in Python "
                      "without it)")
     else:
-        lines.extend(
-            f"environment.{key}: "
-            f"{_argv(value) if key == 'argv' else _shown(value)}"
-            for key, value in environment.items()
-        )
+        lines.extend(f"environment.{key}: {_environment_value(key, value, saved.profile)}"
+                     for key, value in environment.items())
     table = record["capsule_table_matches"]
     profile = saved.profile  # the environment's, when it names one, is this one (checkpoint.load checks)
     shown_profile = _text(profile)
