@@ -1,8 +1,8 @@
-"""review133 F1, F5: ``train --resume`` from another directory whose file of the recorded relative
-name fails to load (F1), and ``inspect``'s word on a ``torch_cpu_capability`` null by design (F5).
-Oracles: the messages as the review and the existing messages word them (``check_data``'s
-directories, the ``torch_threads`` line), and the same file's refusal read without another
-directory."""
+"""review133 F1, F5, F6: ``train --resume`` from another directory whose file of the recorded
+relative name fails to load (F1), ``inspect``'s word on a ``torch_cpu_capability`` null by design
+(F5), and the imbalanced-test note on test rows of one class (F6). Oracles: the messages as the
+review and the existing messages word them (``check_data``'s directories, the ``torch_threads``
+line), and the same file's refusal read without another directory."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from cli_runs import cli, ok
 from test_environment_review64 import edited
 
 from torchlean import checkpoint
+from torchlean.cli._imbalance import baseline_note
 
 SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
 """Two number features and a text label in the last column (review86's s.csv)."""
@@ -90,3 +91,24 @@ def test_inspect_says_why_torch_cpu_capability_is_null(
     # a fast_cpu checkpoint of a torchlean that did not record it yet (provenance.LATER_KEYS)
     older = edited(fast, tmp_path / "older.npz", lambda env: env.pop("torch_cpu_capability"))
     assert _capability_line(capsys, older) == "not recorded (an older checkpoint)"
+
+
+# ------------------------------------------------------------------------------------------- F6
+
+
+def test_test_rows_of_one_class_are_not_said_to_be_told_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--test-fraction", "0.001", "--epochs", "1")
+    assert code == 0 and "test=1 " in out, err
+    assert err.splitlines()[-1] == (
+        "note: test_accuracy=1.0000 is not above 1.0000, the share of the test rows of its most frequent "
+        "class (virginica): always predicting that class would score as well; the test rows hold only class "
+        "virginica, so they cannot tell the model from always predicting it"
+    )
+
+
+def test_the_note_on_one_class_names_it_and_no_balanced_accuracy() -> None:
+    note = baseline_note(0.5, 0.5, (1, 1.0), ("a", "b\nc"))
+    assert note.endswith("; the test rows hold only class 'b\\nc', so they cannot tell the model from always "
+                         "predicting it")
+    assert "balanced" not in note
+    assert "tells them apart: 0.5000" in baseline_note(0.75, 0.5, (0, 0.75), ("a", "b"))  # two classes

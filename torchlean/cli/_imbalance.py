@@ -61,11 +61,15 @@ def baseline_note(accuracy: float, balanced: float | None, baseline: Baseline | 
                   class_names: Sequence[str]) -> str:
     """A ``note:`` when the test split is imbalanced (``baseline``'s share at least
     :data:`IMBALANCED_SHARE`) and ``accuracy`` is not above that share: always predicting its
-    majority class would score as well (the balanced accuracy tells them apart); else ``""``."""
+    majority class would score as well (the balanced accuracy tells them apart; but not where the
+    test rows hold that one class only, whose recall it is, which the note then says: review133
+    F6); else ``""``."""
     if baseline is None or balanced is None or baseline[1] < IMBALANCED_SHARE or accuracy > baseline[1]:
         return ""
     majority, share = baseline
+    name = data.display_name(class_names[majority])
+    tells = (f"the test rows hold only class {name}, so they cannot tell the model from always predicting it"
+             if share == 1.0 else "the balanced accuracy (the mean recall over the classes, "
+             f"test_balanced_accuracy in --report-json) tells them apart: {balanced:.4f}")
     return (f"note: test_accuracy={accuracy:.4f} is not above {share:.4f}, the share of the test rows of "
-            f"its most frequent class ({data.display_name(class_names[majority])}): always predicting that "
-            "class would score as well; the balanced accuracy (the mean recall over the classes, "
-            f"test_balanced_accuracy in --report-json) tells them apart: {balanced:.4f}")
+            f"its most frequent class ({name}): always predicting that class would score as well; {tells}")
