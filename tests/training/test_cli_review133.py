@@ -1,8 +1,9 @@
-"""review133 F1, F5, F6: ``train --resume`` from another directory whose file of the recorded
+"""review133 F1, F5, F6, F10: ``train --resume`` from another directory whose file of the recorded
 relative name fails to load (F1), ``inspect``'s word on a ``torch_cpu_capability`` null by design
-(F5), and the imbalanced-test note on test rows of one class (F6). Oracles: the messages as the
-review and the existing messages word them (``check_data``'s directories, the ``torch_threads``
-line), and the same file's refusal read without another directory."""
+(F5), the imbalanced-test note on test rows of one class (F6), and ``train`` under a CUDA profile
+where CUDA cannot run (F10). Oracles: the messages as the review and the existing messages word
+them (``check_data``'s directories, the ``torch_threads`` line, ``predict``'s CPU counterpart),
+the same file's refusal read without another directory, and the profiles' own devices."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from cli_runs import cli, ok
 from test_environment_review64 import edited
 
 from torchlean import checkpoint
+from torchlean.backend import profiles
+from torchlean.backend.providers.native_cuda import extension
 from torchlean.cli._imbalance import baseline_note
 
 SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
@@ -112,3 +115,50 @@ def test_the_note_on_one_class_names_it_and_no_balanced_accuracy() -> None:
                          "predicting it")
     assert "balanced" not in note
     assert "tells them apart: 0.5000" in baseline_note(0.75, 0.5, (0, 0.75), ("a", "b"))  # two classes
+
+
+# ------------------------------------------------------------------------------------------ F10
+
+
+COUNTERPARTS = {
+    "checked_cuda": "checked_cpu",
+    "libtorch_forward_cuda": "libtorch_forward_cpu",
+    "libtorch_forward_strict": "libtorch_forward_strict_cpu",
+}
+
+
+def _hint(profile: str) -> str:
+    return (f"; --profile {profile} runs on cuda: --profile {COUNTERPARTS[profile]} trains on the CPU under "
+            "the same assurance (with other kernels: values may differ in the last bits)")
+
+
+@pytest.mark.parametrize("profile", list(COUNTERPARTS))
+def test_train_under_a_cuda_profile_without_cuda_names_its_cpu_counterpart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, profile: str
+) -> None:
+    try:
+        extension.require_cuda()
+    except extension.NativeExtensionError as error:
+        reason = str(error)
+    else:
+        pytest.skip("CUDA runs here: the refusal this tests does not happen")
+    small = ("train", "--dataset", "iris", "--hidden", "4", "--epochs", "1")
+    saved = tmp_path / "out" / "m.npz"
+    assert _refused(capsys, *small, "--profile", profile, "--save", str(saved)) == (
+        f"torch eager session: {reason}{_hint(profile)}"
+    )
+    assert not saved.parent.exists()  # refused before anything is written
+    # the counterpart is the CUDA profile's assurance and VJP mode on the CPU, and trains here
+    cuda, cpu = profiles.get(profile), profiles.get(COUNTERPARTS[profile])
+    assert (cuda.policy.assurance, cuda.policy.vjp_mode) == (cpu.policy.assurance, cpu.policy.vjp_mode)
+    code, out, err = cli(capsys, *small, "--profile", COUNTERPARTS[profile])
+    assert code == 0 and "test_accuracy=" in out, err
+
+
+def test_typed_graph_under_a_cuda_profile_names_the_counterpart_and_eager(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _refused(capsys, "train", "--execution", "typed-graph", "--profile", "checked_cuda") == (
+        "typed graph execution currently supports device `cpu`; requested `cuda`" + _hint("checked_cuda")
+        + "; or --execution eager with --profile checked_cuda, where cuda runs"
+    )

@@ -208,6 +208,9 @@ def test_resuming_a_cuda_run_without_cuda_says_the_profile_is_the_checkpoint_s(
     code, out, err = cli(capsys, "train", "--resume", str(path), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err == f"error: torch eager session: {reason}" + _resume_clause(path, "checked_cuda", "eager")
-    # a new run under a CUDA profile is the user's own request: the plain refusal
+    # a new run under a CUDA profile is the user's own request: no trained_under, but the CPU
+    # counterpart that trains here, as predict names it (review133 F10)
     code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--profile", "checked_cuda")
-    assert (code, err) == (2, f"error: torch eager session: {reason}\n")
+    assert (code, err) == (2, f"error: torch eager session: {reason}; --profile checked_cuda runs on cuda: "
+                              "--profile checked_cpu trains on the CPU under the same assurance (with other "
+                              "kernels: values may differ in the last bits)\n")

@@ -400,7 +400,10 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
         ),
         (
             ["--execution", "typed-graph", "--profile", "checked_cuda"],
-            "error: typed graph execution currently supports device `cpu`; requested `cuda`",
+            "error: typed graph execution currently supports device `cpu`; requested `cuda`; --profile "
+            "checked_cuda runs on cuda: --profile checked_cpu trains on the CPU under the same assurance "
+            "(with other kernels: values may differ in the last bits); or --execution eager with --profile "
+            "checked_cuda, where cuda runs",
         ),
         (
             ["--epochs"],

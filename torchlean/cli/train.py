@@ -568,6 +568,22 @@ def _load(args: argparse.Namespace, resumed: _resume.Resumed | None = None) -> d
         return data.load(args.dataset, label_column=args.label_column, **options)
 
 
+def _cpu_counterpart_hint(error: object, profile: profiles.BackendProfile, execution: ExecutionMode) -> str:
+    """``error`` (the session of a new run's ``--profile`` of another device than the CPU could
+    not open here, e.g. no CUDA, or typed-graph execution, which runs on the CPU only, under it)
+    with the ``--profile`` that trains on the CPU under the same assurance and VJP mode
+    (:func:`~torchlean.backend.profiles.cpu_counterpart`), and under typed-graph execution eager
+    execution where the device runs, as ``predict`` names them for a checkpoint trained under
+    such a profile (review133 F10)."""
+    counterpart = profiles.cpu_counterpart(profile.name)
+    cpu = "a cpu profile" if counterpart is None else f"--profile {counterpart.name}"
+    device = profile.policy.device.label
+    eager = (f"; or --execution eager with --profile {profile.name}, where {device} runs"
+             if execution is ExecutionMode.TYPED_GRAPH else "")
+    return (f"{error}; --profile {profile.name} runs on {device}: {cpu} trains on the CPU under the same "
+            f"assurance (with other kernels: values may differ in the last bits){eager}")
+
+
 def _load_refused_for_cli(args: argparse.Namespace, resumed: _resume.Resumed | None) -> data.Dataset:
     """:func:`_load_resumed`, with its refusals worded for the command line: a ``--test-fraction``
     that leaves no train row, or a train split that loses a class, names the option; a resumed
@@ -1033,8 +1049,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         try:
             trainer.open()
         except TorchLeanError as error:  # the profile is the resumed checkpoint's (review63 F4)
-            if resumed is None or profile.policy.device is Device.CPU:
+            if profile.policy.device is Device.CPU:
                 raise
+            if resumed is None:  # review133 F10: the CPU profile of its assurance, as predict names it
+                raise type(error)(_cpu_counterpart_hint(error, profile, execution)) from None
             raise type(error)(_resume.cannot_run_here(resumed, error)) from None
     print(
         f"dataset={header_value(source)} train={dataset.x_train.shape[0]} "
