@@ -127,7 +127,7 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     else:
         source = data
         from_array = isinstance(data, np.ndarray | np.generic)
-    if (masked := _masked_entries(data)) is not None:
+    if (masked := masked_entries(data)) is not None:
         raise TensorError(f"cannot create a tensor from {masked}")
     try:
         raw = np.asarray(source)
@@ -342,21 +342,33 @@ def _torch_values(t: torch.Tensor) -> Array:
     return arr
 
 
-def _masked_entries(values: object) -> str | None:
-    """What is wrong with ``values`` when it is a numpy masked array with a masked entry (a
-    missing value, the first named), else None: ``np.asarray`` would read the hidden value under
-    the mask as data (review133 F3)."""
-    if not isinstance(values, np.ma.MaskedArray):
+def masked_entries(values: object) -> str | None:
+    """What is wrong with ``values`` when it holds a masked entry (a missing value), else None:
+    a numpy masked array with one (the first named), ``np.ma.masked``, or a list or tuple with
+    such an element (``list(m)``, the rows of one): ``np.asarray`` would read the hidden value under
+    the mask as data (review133 F3, review135 F2). A structured masked array
+    (``np.genfromtxt(..., names=True, usemask=True)``) is left to the dtype refusal that follows
+    (its fields are not one array of numbers); deeper nesting is not searched."""
+    if isinstance(values, list | tuple):
+        for position, element in enumerate(values):
+            if (found := masked_entries(element)) is not None and not isinstance(element, list | tuple):
+                return f"element {position}: {found}"
+        return None
+    if values is np.ma.masked:
+        return "np.ma.masked, a masked value: torchlean reads no missing values (accepted: a number)"
+    if not isinstance(values, np.ma.MaskedArray) or values.dtype.names is not None:
         return None
     masked = np.ma.getmaskarray(values)
     count = int(masked.sum())
     if not count:
         return None
     first = tuple(int(i) for i in np.argwhere(masked)[0])
+    where = "" if masked.ndim == 0 else f" (the first at index {first})"
+    entries = "a masked value" if masked.ndim == 0 else f"{count} masked entr{'ies' if count > 1 else 'y'}"
     return (
-        f"a masked array with {count} masked entr{'ies' if count > 1 else 'y'} (the first at index "
-        f"{first}): torchlean reads no missing values, and the values under the mask are not data "
-        "(accepted: a value in every entry: fill them, m.filled(value), or drop their rows)"
+        f"a masked array with {entries}{where}: torchlean reads no missing values, and the values under "
+        "the mask are not data (accepted: a value in every entry: fill them, m.filled(value), or drop "
+        "their rows)"
     )
 
 
@@ -375,7 +387,7 @@ def host_array(values: object, what: str, error: type[Exception], accepted: str)
       usemask=True)`` marks one), naming the first: ``np.asarray`` would hand over the hidden
       value under the mask (review133 F3). One with nothing masked is read as its values.
     """
-    if (masked := _masked_entries(values)) is not None:
+    if (masked := masked_entries(values)) is not None:
         raise error(f"{what}: {masked}")
     if _is_torch_tensor(values):
         tensor: Any = values

@@ -67,3 +67,43 @@ def test_a_masked_array_with_nothing_masked_is_its_values() -> None:
     assert masked.fit(unmasked, np.ma.masked_array(Y)) == plain.fit(X, Y)
     np.testing.assert_array_equal(masked.predict(unmasked), plain.predict(X))
     np.testing.assert_array_equal(tl.tensor(np.ma.masked_array(X)).numpy(), X)
+
+
+def test_a_structured_masked_array_gets_the_dtype_refusal() -> None:
+    """review135 F1: ``np.genfromtxt(..., names=True, usemask=True)`` gives a structured masked
+    array, whose mask has fields: counting it raised numpy's UFuncTypeError at every entry point.
+    Its fields are not one array of numbers: the dtype refusal says so, as without a mask."""
+    import io
+
+    m = np.genfromtxt(io.StringIO("a,b\n1.0,2.0\n3.0,\n"), delimiter=",", names=True, usemask=True)
+    with pytest.raises(TrainerError, match=r"^inputs must be real numbers .* got dtype \[\('a', '<f8'\)"):
+        Trainer(nn.linear(2, 3), objective="cross-entropy").predict(m)
+    with pytest.raises(TensorError, match=r"is not numeric data"):
+        tl.tensor(m)
+
+
+def test_masked_rows_in_a_list_and_masked_operands_are_refused() -> None:
+    """review135 F2: the rows of a masked array in a list (``list(m)``), ``np.ma.masked`` in a
+    list, and masked operands, targets and written values reached the kernels with their hidden
+    values."""
+    rows = list(MASKED_X)
+    with pytest.raises(TrainerError, match=r"^inputs: element 3: a masked array with 1 masked entry "
+                                           r"\(the first at index \(2,\)\)"):
+        _trainer().fit(rows, Y)
+    with pytest.raises(TensorError, match=r"^cannot create a tensor from element 1: np\.ma\.masked"):
+        tl.tensor([1.0, np.ma.masked, 3.0])
+    with pytest.raises(TensorError, match=r"^cannot create a tensor from a masked array with a masked "
+                                          r"value: torchlean reads no missing values"):
+        tl.tensor(np.ma.masked_array(3.0, mask=True))
+    hidden = np.ma.masked_array([1.0, 1e6], mask=[False, True])
+    t = tl.tensor(np.zeros(2))
+    with pytest.raises(TensorError, match=r"^a constant operand: a masked array with 1 masked entry"):
+        _ = t + hidden
+    with pytest.raises(TensorError, match=r"^a constant operand: a masked array"):
+        tl.mse_loss(t, hidden)
+    with pytest.raises(TensorError, match=r"^cross_entropy: target: a masked array"):
+        tl.cross_entropy(tl.tensor(np.zeros((2, 3))), np.ma.masked_array([0, 1], mask=[False, True]))
+    with pytest.raises(TensorError, match=r"^the value of an item assignment: a masked array"):
+        t[...] = hidden
+    np.testing.assert_array_equal(t.numpy(), [0.0, 0.0])  # nothing was written
+    np.testing.assert_array_equal((t + np.ma.masked_array([1.0, 2.0])).numpy(), [1.0, 2.0])

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import int_overflow, is_builtin_int, shown
+from torchlean._tensor_data import masked_entries
 from torchlean.autograd import storage
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
@@ -86,6 +87,8 @@ def _constant_values(
                 "torchlean.from_torch(t.detach(), requires_grad=True) as a torchlean leaf)"
             )
         value = _from_torch_array(t)
+    if (masked := masked_entries(value)) is not None:
+        raise TensorError(f"{role}: {masked}")
     try:
         raw = np.asarray(value)
     except ValueError as exc:
@@ -202,6 +205,8 @@ def _array_like(fn: str, name: str, value: object) -> npt.NDArray[Any]:
         TensorError: ragged nested sequences (``<fn>: <name> [[0], [0, 1]] is not a rectangular
             array: ...``), which numpy refuses with a bare ``ValueError``.
     """
+    if (masked := masked_entries(value)) is not None:
+        raise TensorError(f"{fn}: {name}: {masked}")
     try:
         return np.asarray(value)
     except ValueError as exc:
