@@ -57,8 +57,10 @@ def main(ops: list[str]) -> int:
         return 1
     with extension.host_emulation(extension.SANITIZERS) as module:
         # each dtype's instantiation of every kernel once, under its own thread schedule: the
-        # sanitizers look for out-of-bounds and undefined accesses, which a schedule does not move;
-        # races are test_native_parity.py's and test_cuda_attention.py's (three schedules each)
+        # sanitizers look for out-of-bounds and undefined accesses, whose indices the kernels compute
+        # from thread and block ids, not from the order threads run in (an access that moved with
+        # the order would be a race, which test_native_parity.py's and test_cuda_attention.py's
+        # three-schedule runs look for bit for bit); two schedules per dtype took twice the time
         for seed, dtype in SCHEDULED_DTYPES:
             module.emulation_set_schedule_seed(seed)
             for case in cases:

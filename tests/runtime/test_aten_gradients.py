@@ -97,7 +97,8 @@ def test_cases_cover_every_aten_vjp() -> None:
         assert capsule.vjp_contract.provenance[0].symbol == f"def {capsule.op.label}_vjp("
         # ATen's own backward kernel (backend-vjp, the seed's "local VJP computed by a backend
         # kernel"), or the reference rule written in torch ops (torchlean-tape): read off the VJP's
-        # source, which the label and the summary must agree with (review134 F1)
+        # own code, which the label and the summary must agree with (review134 F1); a composition
+        # whose helper fuses one step (attention's softmax step, review135 F3) is torchlean's rule
         module = importlib.import_module(
             capsule.vjp_contract.provenance[0].path.removesuffix(".py").replace("/", ".")
         )

@@ -251,9 +251,11 @@ class VJPMode(LabelledEnum):
 
     The tape drives every backward traversal; the mode says what computes the local rule.
     ``torchlean-tape``: torchlean composes it from runtime operations (numpy under ``reference``,
-    torch forward ops such as ``matmul`` under ``aten``). ``backend-vjp``: a backend kernel computes
-    it, as ``native-cuda``'s C++ ``<op>_backward`` entry points and the ``aten`` capsules whose VJP
-    is ATen's own backward kernel (``convolution_backward``, ``native_layer_norm_backward``, ...).
+    torch ops such as ``matmul`` under ``aten``; a step of the composition may be a fused kernel,
+    as the softmax step of ``aten``'s unmasked attention VJP). ``backend-vjp``: the local VJP is a
+    backend kernel, as ``native-cuda``'s C++ ``<op>_backward`` entry points and the ``aten``
+    capsules whose VJP is ATen's own backward kernel of that op (``convolution_backward``,
+    ``native_layer_norm_backward``, ...).
     ``none``: no VJP. As a policy, ``torchlean-tape`` admits capsules of either mode and
     ``backend-vjp`` only ``backend-vjp`` ones (anchor-backend.md §1.6).
     """

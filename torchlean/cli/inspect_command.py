@@ -355,11 +355,13 @@ def _environment_value(key: str, value: Any, profile: str) -> str:
 def _no_capability(profile: str) -> str:
     """The ``environment.torch_cpu_capability`` line's value where the checkpoint records none:
     ``none (profile checked_cpu runs no torch kernels on the CPU)`` where it is null by design,
-    ``not recorded (an older checkpoint)`` for a profile that runs them, as the ``torch_threads``
-    line says it (review133 F5: not ``unknown``, which reads as a value lost). ``profile`` is a
-    known one (:meth:`torchlean.checkpoint.Checkpoint` refuses another)."""
-    if provenance.runs_torch_on_cpu(profiles.get(profile)):
-        return "not recorded (an older checkpoint)"
+    ``not recorded (an older checkpoint, or an environment recorded without its profile)`` for a
+    profile that runs them (``provenance.environment()`` records the capability only when given
+    one), as the ``torch_threads`` line says it (review133 F5: not ``unknown``, which reads as a
+    value lost). ``profile`` is a known one (:meth:`torchlean.checkpoint.Checkpoint` refuses
+    another)."""
+    if provenance.runs_torch_on_cpu(profiles.get(profile)):  # review135 F4: or made in Python so
+        return "not recorded (an older checkpoint, or an environment recorded without its profile)"
     return f"none (profile {_text(profile)} runs no torch kernels on the CPU)"
 
 

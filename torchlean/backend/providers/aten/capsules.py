@@ -243,7 +243,10 @@ _VJP_KERNELS: dict[BackendOp, str] = {
     _B.CONV_TRANSPOSE: "aten convolution_backward (transposed)",
     _B.MAX_POOL: "aten max_pool2d/3d_with_indices_backward",
     _B.AVG_POOL: "aten avg_pool2d/3d_backward",
-    _B.SCALED_DOT_PRODUCT_ATTENTION: "torch.matmul and masked torch selections",
+    _B.SCALED_DOT_PRODUCT_ATTENTION: (
+        "torch.matmul and masked torch selections; without a mask, the composition's softmax step is "
+        "ATen's fused softmax backward, _softmax_backward_data, the same formula"
+    ),
 }
 
 
