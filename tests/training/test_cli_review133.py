@@ -12,24 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 from cli_runs import cli, ok
+from test_cli_review86 import SMALL, _refused
 from test_environment_review64 import edited
 
 from torchlean import checkpoint
 from torchlean.backend import profiles
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.cli._imbalance import baseline_note
-
-SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,x\n1,1,y\n"
-"""Two number features and a text label in the last column (review86's s.csv)."""
-
-
-def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """The one-line error of ``torchlean ARGV``, which must be refused (exit 2, nothing on stdout)."""
-    code, out, err = cli(capsys, *argv)
-    assert (code, out) == (2, ""), err
-    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
-    return err[len("error: "):-1]
-
 
 # ------------------------------------------------------------------------------------------- F1
 
