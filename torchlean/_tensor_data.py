@@ -349,9 +349,12 @@ def masked_entries(values: object) -> str | None:
     the mask as data (review133 F3, review135 F2). A structured masked array
     (``np.genfromtxt(..., names=True, usemask=True)``) is left to the dtype refusal that follows
     (its fields are not one array of numbers); deeper nesting is not searched."""
-    if isinstance(values, list | tuple):
+    if isinstance(values, list | tuple):  # one level, by the elements' types (in C), no deeper walk
+        masked_types = (np.ma.MaskedArray, np.ma.core.MaskedConstant)
+        if not any(issubclass(kind, masked_types) for kind in set(map(type, values))):
+            return None
         for position, element in enumerate(values):
-            if (found := masked_entries(element)) is not None and not isinstance(element, list | tuple):
+            if isinstance(element, masked_types) and (found := masked_entries(element)) is not None:
                 return f"element {position}: {found}"
         return None
     if values is np.ma.masked:
