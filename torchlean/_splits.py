@@ -51,11 +51,7 @@ def split_rows(
     """
     from sklearn.model_selection import train_test_split
 
-    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
-        raise DataError(
-            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
-            f"RandomState), got {shown(seed)}"
-        )
+    _check_seed(seed)
     _check_fraction(test_fraction, "test_fraction")
     n = len(y)
     n_test = math.ceil(float(test_fraction) * n)
@@ -70,6 +66,19 @@ def split_rows(
         stratify=stratify,
     )
     return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _check_seed(seed: object) -> None:
+    """Refuse a split seed that is not an integer in ``[0, 2**32)``.
+
+    Raises:
+        DataError: ``seed must be an integer in [0, 2**32) (...), got -1``.
+    """
+    if not is_builtin_or_numpy_int(seed) or not 0 <= int(seed) < 2**32:
+        raise DataError(
+            f"seed must be an integer in [0, 2**32) (scikit-learn's train_test_split seeds a numpy "
+            f"RandomState), got {shown(seed)}"
+        )
 
 
 def _check_fraction(fraction: object, what: str) -> None:
@@ -104,7 +113,8 @@ def validation_rows(
     cover every class the model is trained on); ``classes`` name the class ids in messages.
 
     Raises:
-        DataError: ``val_fraction`` not a real number in ``(0, 1)``; a part left empty.
+        DataError: ``seed`` not an integer in ``[0, 2**32)`` (as :func:`split_rows`; review136
+            F1); ``val_fraction`` not a real number in ``(0, 1)``; a part left empty.
         ClassSplitError: for classification, a class with fewer than 2 train-split samples, a
             part too small to hold one sample of each class, or a class the stratified split
             leaves out of a part (scikit-learn allots each class a whole number of samples, so a
@@ -113,6 +123,7 @@ def validation_rows(
     """
     from sklearn.model_selection import train_test_split
 
+    _check_seed(seed)
     _check_fraction(val_fraction, "val_fraction")
     n = len(y_train)
     n_val = math.ceil(float(val_fraction) * n)

@@ -334,7 +334,7 @@ def load(
     ``RandomState``, which takes no larger seed.
 
     Returns a :class:`Dataset` (shapes and dtypes there): features in ``dtype``, class ids int64,
-    regression targets in ``dtype``. The split and scaling are scikit-learn's, so they match
+    regression targets float64 (review136 F7). The split and scaling are scikit-learn's, so they match
     ``train_test_split(..., random_state=seed, stratify=...)`` and ``StandardScaler`` bit for bit.
     ``val_fraction`` (``None``, the default, or a real number in ``(0, 1)``) holds that fraction
     of the train split out as :attr:`Dataset.x_val`/``y_val`` (:func:`validation_rows`), the
@@ -395,7 +395,9 @@ def load(
 
 def locate(name_or_path: object) -> tuple[str, bool]:
     """``name_or_path`` as a string, and whether it names a shipped dataset (else it is a CSV
-    file path: it has a file extension (``.csv``, ``.tsv``, ``.txt``, ...), holds a path separator
+    file path: an ``os.PathLike`` such as ``pathlib.Path("iris")``, which names a file even when
+    it spells a dataset's name (review136 F3: the shipped data silently replaced the file), or a
+    string that has a file extension (``.csv``, ``.tsv``, ``.txt``, ...), holds a path separator
     or names an existing file or symbolic link, so a missing ``data.tsv`` is "not found", not an unknown
     name, and a loop of links is named as such).
 
@@ -405,6 +407,8 @@ def locate(name_or_path: object) -> tuple[str, bool]:
     """
     accepted = f"a shipped dataset name ({' | '.join(DATASETS)}) or a path to a CSV file"
     name = _name(name_or_path, "dataset", "dataset name", accepted)
+    if isinstance(name_or_path, os.PathLike):
+        return name, False
     if name in DATASETS:
         return name, True
     # lexists: a symbolic link that names no file (a loop) is a path too; False for a name too long
