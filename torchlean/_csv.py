@@ -87,6 +87,7 @@ from torchlean._cells import (
     quoted,
 )
 from torchlean._checks import DECIMAL_INTEGER
+from torchlean._checks import shown as value_shown
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
 from torchlean._paths import lookup_failure, missing_file_name
@@ -314,6 +315,13 @@ class Table:
                 if y is categorical, one-hot encode it, ...; if it is the label, pass
                 label_column='y' (CLI: --label-column y))`` (:meth:`_label_hint`).
         """
+        if label is not None and (isinstance(label, bool) or not isinstance(label, int | np.integer)):
+            raise DataError(  # a name, say (review136 F5)
+                f"label must be a column index or None, got {value_shown(label)} of type "
+                f"{type(label).__name__}"
+                + (f" (table.column({label!r}) gives the index of the column named so)"
+                   if isinstance(label, str) else "")
+            )
         feature_idx = self.feature_indices(label)
         fast = _well_formed(self.rows, len(self.names), label, feature_idx)
         if fast is not None:
@@ -818,7 +826,8 @@ def _utf16_advice(encoding: str = "UTF-16") -> str:
     the platform's order, which garbles the other; review44 F4)."""
     return (
         f"convert it, e.g. iconv -f {encoding} -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes "
-        "UTF-16, tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+        "UTF-16, tab-separated: then pass delimiter='\\t' (CLI: --delimiter tab)), or save it as "
+        "\"CSV UTF-8\""
     )
 
 

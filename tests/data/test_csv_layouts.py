@@ -523,7 +523,8 @@ def test_a_windows_1252_file_is_refused_naming_its_line_and_the_way_out(tmp_path
 def _utf16(encoding: str = "UTF-16") -> str:
     return (
         f"convert it, e.g. iconv -f {encoding} -t UTF-8 FILE > NEW_FILE (Excel's \"Unicode Text\" writes "
-        "UTF-16, tab-separated: then pass --delimiter tab), or save it as \"CSV UTF-8\""
+        "UTF-16, tab-separated: then pass delimiter='\\t' (CLI: --delimiter tab)), or save it as "
+        "\"CSV UTF-8\""
     )
 
 

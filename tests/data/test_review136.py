@@ -45,3 +45,26 @@ def test_a_path_object_names_a_file_even_when_it_spells_a_dataset(
     os.remove("iris")
     with pytest.raises(data.DataError, match=r"^dataset file not found: iris"):
         data.load(Path("iris"))
+
+
+def test_table_columns_refuses_a_name_naming_the_index_lookup(tmp_path: Path) -> None:
+    """F5: ``Table.columns("y")`` was a bare ``TypeError`` from list indexing."""
+    path = tmp_path / "b.csv"
+    path.write_text("x1,x2,y\n1,2,a\n3,4,b\n")
+    table = data.read_csv(path)
+    with pytest.raises(data.DataError, match=r"^label must be a column index or None, got 'y' of type str "
+                                             r"\(table\.column\('y'\) gives the index"):
+        table.columns("y")  # type: ignore[arg-type]
+    for bad in (2.0, True):
+        with pytest.raises(data.DataError, match=r"^label must be a column index or None, got "):
+            table.columns(bad)  # type: ignore[arg-type]
+    x, labels = table.columns(np.int64(table.column("y")))  # type: ignore[arg-type]
+    assert labels == ["a", "b"] and x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_the_nul_byte_advice_gives_the_python_spelling_too(tmp_path: Path) -> None:
+    """F6: the advice named only the command line's ``--delimiter tab``."""
+    path = tmp_path / "nul.csv"
+    path.write_text("a,y\n1,0\n2\x00,1\n3,0\n4,1\n")
+    with pytest.raises(data.DataError, match=r"then pass delimiter='\\t' \(CLI: --delimiter tab\)\)"):
+        data.load(path)
