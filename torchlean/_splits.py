@@ -45,12 +45,14 @@ def split_rows(
     (same rows in the same order, same seed) with it.
 
     Raises:
-        DataError: ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not a real number
-            in ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of ``source`` leaving no
-            train or test sample.
+        DataError: labels that are not ``[n]`` class ids (classification) or real numbers, a task
+            other than those two; ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not
+            a real number in ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of
+            ``source`` leaving no train or test sample.
     """
     from sklearn.model_selection import train_test_split
 
+    y = _checked_labels(y, task)
     _check_seed(seed)
     _check_fraction(test_fraction, "test_fraction")
     n = len(y)
@@ -66,6 +68,34 @@ def split_rows(
         stratify=stratify,
     )
     return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _checked_labels(y: object, task: object) -> Array:
+    """``y`` as the array the split functions take: one label per sample (``[n]``), int64 class
+    ids >= 0 for classification, real numbers for regression (review136 F2: numpy's TypeErrors,
+    or an unknown task silently split unstratified).
+
+    Raises:
+        DataError: naming the task, shape or dtype given and what is accepted.
+    """
+    if task not in ("classification", "regression"):
+        raise DataError(f"task must be 'classification' or 'regression', got {shown(task)}")
+    try:
+        labels = np.asarray(y)
+    except ValueError as error:
+        raise DataError(f"labels must be a one-dimensional array [n]: {error}") from None
+    if labels.ndim != 1:
+        raise DataError(f"labels must be a one-dimensional array [n], got shape {labels.shape}")
+    if task == "classification":
+        if labels.dtype.kind not in "iu" or (labels.size and labels.min() < 0):
+            raise DataError(
+                f"classification labels must be class ids, integers >= 0 (as Dataset.y_train holds "
+                f"them), got dtype {labels.dtype}"
+                + (f" with minimum {labels.min()}" if labels.dtype.kind in "iu" else "")
+            )
+    elif labels.dtype.kind not in "iuf":
+        raise DataError(f"regression targets must be real numbers, got dtype {labels.dtype}")
+    return labels
 
 
 def _check_seed(seed: object) -> None:
@@ -123,6 +153,7 @@ def validation_rows(
     """
     from sklearn.model_selection import train_test_split
 
+    y_train = _checked_labels(y_train, task)
     _check_seed(seed)
     _check_fraction(val_fraction, "val_fraction")
     n = len(y_train)
@@ -189,8 +220,13 @@ def _unstratified_reason(y: Array, n_test: int) -> str | None:
 
 def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> str:
     """The note ``torchlean train`` prints when its split of labels ``y`` (int64 class ids for
-    classification) is not stratified by class (see :func:`split_rows`), else ``""``. The
-    arguments must be valid for :func:`split_rows`."""
+    classification) is not stratified by class (see :func:`split_rows`), else ``""``.
+
+    Raises:
+        DataError: labels, task or ``test_fraction`` that :func:`split_rows` refuses.
+    """
+    y = _checked_labels(y, task)
+    _check_fraction(test_fraction, "test_fraction")
     if task != "classification":
         return ""
     reason = _unstratified_reason(y, math.ceil(float(test_fraction) * len(y)))

@@ -68,3 +68,37 @@ def test_the_nul_byte_advice_gives_the_python_spelling_too(tmp_path: Path) -> No
     path.write_text("a,y\n1,0\n2\x00,1\n3,0\n4,1\n")
     with pytest.raises(data.DataError, match=r"then pass delimiter='\\t' \(CLI: --delimiter tab\)\)"):
         data.load(path)
+
+
+@pytest.mark.parametrize(
+    ("call", "refusal"),
+    [
+        (lambda: data.split_rows(np.array(list("abababab")), "classification", 0),
+         r"^classification labels must be class ids, integers >= 0 .* got dtype <U1$"),
+        (lambda: data.split_note(np.array(list("abababab")), "classification", 0.2),
+         r"^classification labels must be class ids"),
+        (lambda: data.split_rows(np.array([-1, 0, 1, 0]), "classification", 0),
+         r"got dtype int64 with minimum -1$"),
+        (lambda: data.split_rows(Y, "clf", 0), r"^task must be 'classification' or 'regression', got 'clf'$"),
+        (lambda: data.validation_rows(Y, "clf", 0, 0.2), r"^task must be"),
+        (lambda: data.split_rows(np.zeros((10, 2)), "regression", 0),
+         r"^labels must be a one-dimensional array \[n\], got shape \(10, 2\)$"),
+        (lambda: data.split_rows(np.array(["1.5", "2"] * 5), "regression", 0),
+         r"^regression targets must be real"),
+        (lambda: data.split_note(Y, "classification", 1.5), r"^test_fraction must be in \(0, 1\), got 1\.5$"),
+    ],
+    ids=["str-labels", "note-str-labels", "negative-id", "task", "val-task", "2-d", "str-targets",
+         "note-fraction"],
+)
+def test_the_split_helpers_refuse_what_they_cannot_split(call: object, refusal: str) -> None:
+    """F2: numpy's TypeErrors for string labels, an unknown task split silently unstratified,
+    2-D labels accepted, split_note's fraction unchecked."""
+    with pytest.raises(data.DataError, match=refusal):
+        call()  # type: ignore[operator]
+
+
+def test_validation_rows_takes_a_list_of_class_ids() -> None:
+    """F2: a plain list reached numpy's ``only integer scalar arrays`` TypeError."""
+    a = data.validation_rows([0, 1] * 10, "classification", 0, 0.2)
+    b = data.validation_rows(Y, "classification", 0, 0.2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
