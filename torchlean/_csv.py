@@ -86,7 +86,7 @@ from torchlean._cells import (
     nfc,
     quoted,
 )
-from torchlean._checks import DECIMAL_INTEGER
+from torchlean._checks import DECIMAL_INTEGER, is_builtin_or_numpy_int
 from torchlean._checks import shown as value_shown
 from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
@@ -315,13 +315,15 @@ class Table:
                 if y is categorical, one-hot encode it, ...; if it is the label, pass
                 label_column='y' (CLI: --label-column y))`` (:meth:`_label_hint`).
         """
-        if label is not None and (isinstance(label, bool) or not isinstance(label, int | np.integer)):
-            raise DataError(  # a name, say (review136 F5)
-                f"label must be a column index or None, got {value_shown(label)} of type "
-                f"{type(label).__name__}"
-                + (f" (table.column({label!r}) gives the index of the column named so)"
-                   if isinstance(label, str) else "")
-            )
+        if label is not None:
+            if not is_builtin_or_numpy_int(label):
+                raise DataError(  # a name, say (review136 F5)
+                    f"label must be a column index or None, got {value_shown(label)} of type "
+                    f"{type(label).__name__}"
+                    + (f" (table.column({label!r}) gives the index of the column named so)"
+                       if isinstance(label, str) else "")
+                )
+            label = int(label)
         feature_idx = self.feature_indices(label)
         fast = _well_formed(self.rows, len(self.names), label, feature_idx)
         if fast is not None:

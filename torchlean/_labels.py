@@ -75,6 +75,17 @@ Task: TypeAlias = Literal["classification", "regression"]
 Array: TypeAlias = npt.NDArray[Any]
 
 
+def refuse_unknown_task(task: object) -> None:
+    """Refuse a task other than ``classification`` or ``regression`` (``None``, infer it, is the
+    caller's to take).
+
+    Raises:
+        UnknownLabelError: ``unknown task clf (known: classification | regression)``.
+    """
+    if task not in ("classification", "regression"):
+        raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
+
+
 def _label_index(file: str, names: Sequence[str], column: object, has_header: bool) -> int:
     """The index of the label column: the last one for ``None``, an integer index (Python or
     numpy; negative counts from the end), or a header name used exactly once (names compared in
@@ -170,8 +181,8 @@ def _labels(
     """
     labels = [cell.strip() for cell in cells]
     numeric = [_is_number(v) for v in labels]
-    if task not in (None, "classification", "regression"):
-        raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
+    if task is not None:
+        refuse_unknown_task(task)
     # the task is inferred from the non-blank labels; a blank one is refused below, by either task
     filled = [r for r, v in enumerate(labels) if v]
     text = [r for r in filled if not numeric[r]]

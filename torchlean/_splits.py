@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, shown
 from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
-from torchlean._labels import Task
+from torchlean._labels import Task, refuse_unknown_task
 from torchlean.backend.display import name_shown
 
 __all__ = ["TEST_FRACTION", "split_note", "split_rows", "untested_note", "validation_rows"]
@@ -45,10 +45,11 @@ def split_rows(
     (same rows in the same order, same seed) with it.
 
     Raises:
-        DataError: labels that are not ``[n]`` class ids (classification) or real numbers, a task
-            other than those two; ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not
-            a real number in ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of
-            ``source`` leaving no train or test sample.
+        UnknownLabelError: a task other than classification or regression.
+        DataError: labels that are not ``[n]`` class ids (classification) or real numbers;
+            ``seed`` not an integer in ``[0, 2**32)``; ``test_fraction`` not a real number in
+            ``(0, 1)``; :class:`EmptySplitError` (a DataError): a split of ``source`` leaving no
+            train or test sample.
     """
     from sklearn.model_selection import train_test_split
 
@@ -76,10 +77,10 @@ def _checked_labels(y: object, task: object) -> Array:
     or an unknown task silently split unstratified).
 
     Raises:
-        DataError: naming the task, shape or dtype given and what is accepted.
+        UnknownLabelError: an unknown task, as :func:`torchlean.data.load` refuses it.
+        DataError: naming the shape or dtype given and what is accepted.
     """
-    if task not in ("classification", "regression"):
-        raise DataError(f"task must be 'classification' or 'regression', got {shown(task)}")
+    refuse_unknown_task(task)
     try:
         labels = np.asarray(y)
     except ValueError as error:
@@ -143,8 +144,9 @@ def validation_rows(
     cover every class the model is trained on); ``classes`` name the class ids in messages.
 
     Raises:
-        DataError: ``seed`` not an integer in ``[0, 2**32)`` (as :func:`split_rows`; review136
-            F1); ``val_fraction`` not a real number in ``(0, 1)``; a part left empty.
+        UnknownLabelError, DataError: labels or a task that :func:`split_rows` refuses;
+            ``seed`` not an integer in ``[0, 2**32)`` (as :func:`split_rows`; review136 F1);
+            ``val_fraction`` not a real number in ``(0, 1)``; a part left empty.
         ClassSplitError: for classification, a class with fewer than 2 train-split samples, a
             part too small to hold one sample of each class, or a class the stratified split
             leaves out of a part (scikit-learn allots each class a whole number of samples, so a
@@ -223,7 +225,8 @@ def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> st
     classification) is not stratified by class (see :func:`split_rows`), else ``""``.
 
     Raises:
-        DataError: labels, task or ``test_fraction`` that :func:`split_rows` refuses.
+        UnknownLabelError, DataError: labels, task or ``test_fraction`` that :func:`split_rows`
+            refuses.
     """
     y = _checked_labels(y, task)
     _check_fraction(test_fraction, "test_fraction")

@@ -79,16 +79,13 @@ def test_the_nul_byte_advice_gives_the_python_spelling_too(tmp_path: Path) -> No
          r"^classification labels must be class ids"),
         (lambda: data.split_rows(np.array([-1, 0, 1, 0]), "classification", 0),
          r"got dtype int64 with minimum -1$"),
-        (lambda: data.split_rows(Y, "clf", 0), r"^task must be 'classification' or 'regression', got 'clf'$"),
-        (lambda: data.validation_rows(Y, "clf", 0, 0.2), r"^task must be"),
         (lambda: data.split_rows(np.zeros((10, 2)), "regression", 0),
          r"^labels must be a one-dimensional array \[n\], got shape \(10, 2\)$"),
         (lambda: data.split_rows(np.array(["1.5", "2"] * 5), "regression", 0),
          r"^regression targets must be real"),
         (lambda: data.split_note(Y, "classification", 1.5), r"^test_fraction must be in \(0, 1\), got 1\.5$"),
     ],
-    ids=["str-labels", "note-str-labels", "negative-id", "task", "val-task", "2-d", "str-targets",
-         "note-fraction"],
+    ids=["str-labels", "note-str-labels", "negative-id", "2-d", "str-targets", "note-fraction"],
 )
 def test_the_split_helpers_refuse_what_they_cannot_split(call: object, refusal: str) -> None:
     """F2: numpy's TypeErrors for string labels, an unknown task split silently unstratified,
@@ -102,3 +99,14 @@ def test_validation_rows_takes_a_list_of_class_ids() -> None:
     a = data.validation_rows([0, 1] * 10, "classification", 0, 0.2)
     b = data.validation_rows(Y, "classification", 0, 0.2)
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_the_split_helpers_refuse_an_unknown_task_as_load_does() -> None:
+    """F2: an unknown task gave a silently unstratified split; now load(task=...)'s refusal."""
+    from torchlean.backend.errors import UnknownLabelError
+
+    known = r"^unknown task clf \(known: classification \| regression\)$"
+    for call in (lambda: data.split_rows(Y, "clf", 0), lambda: data.validation_rows(Y, "clf", 0, 0.2),  # type: ignore[arg-type]
+                 lambda: data.split_note(Y, "clf")):  # type: ignore[arg-type]
+        with pytest.raises(UnknownLabelError, match=known):
+            call()
