@@ -746,3 +746,27 @@ def test_torchs_keywords_without_a_torchlean_meaning_are_refused_naming_the_way(
         with pytest.raises(tl.TensorTypeError) as caught:
             tl.layer_norm(x, normalized_shape=shape)
         assert str(caught.value).endswith(f"pass {instead}"), caught.value
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), (1, 2, 3, 4), (1, 1, 2, 2, 2)])
+def test_softmax_without_an_axis_is_refused_where_torchs_implicit_dim_is_not_the_last(
+    name: str, shape: tuple[int, ...]
+) -> None:
+    """review138 F1: torch's ``F.softmax(x)`` without ``dim`` takes dim 0 (rank 3) or dim 1 (rank
+    4 and up); a last-axis default would silently mean something else, so it is refused there.
+    For rank 0 to 2 the implicit torch dim is the last axis, and the default holds (checked against
+    torch's own implicit choice, warning and all)."""
+    fn = getattr(tl, name)
+    x = np.arange(float(np.prod(shape))).reshape(shape) / 10
+    torch_dim = 0 if len(shape) == 3 else 1
+    expected = (rf"^{name}: give the axis for a rank-{len(shape)} input "
+                rf".*F\.{name}\(x\) without dim would take dim={torch_dim} here")
+    with pytest.raises(tl.TensorTypeError, match=expected):
+        fn(tl.tensor(x))
+    np.testing.assert_allclose(fn(tl.tensor(x), dim=torch_dim).numpy(),
+                               getattr(torch, name)(torch.tensor(x), dim=torch_dim).numpy(), rtol=1e-13)
+    for low in (x.reshape(-1)[:5], x.reshape(-1)[:6].reshape(2, 3), np.array(0.3)):
+        with pytest.warns(UserWarning, match="Implicit dimension choice"):
+            implicit = getattr(torch.nn.functional, name)(torch.tensor(low))
+        np.testing.assert_allclose(fn(tl.tensor(low)).numpy(), implicit.numpy(), rtol=1e-13, atol=0)

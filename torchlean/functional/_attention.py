@@ -17,28 +17,57 @@ from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeErro
 
 
 def softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset = _UNSET) -> Tensor:
-    """Max-shifted softmax along ``axis`` (default -1; torch's keyword ``dim=`` is taken for it,
+    """Max-shifted softmax along ``axis`` (torch's keyword ``dim=`` is taken for it,
     ``softmax(x, dim=1)``) (``torch.softmax``); records ``softmax``. Returns x's shape; a rank-0
     ``x`` gives 1, as in torch. ``x`` is float32 or float64, the result in its dtype.
 
+    Without an axis, an ``x`` of rank 0 to 2 takes the last axis, which is the axis torch's
+    ``F.softmax(x)`` picks for those ranks; from rank 3 the axis must be given, since torch's
+    implicit choice there is not the last axis (dim 0 for rank 3, dim 1 above; review138 F1).
+
     Raises:
         GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
-        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
+        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``; neither, for an ``x``
+            of rank 3 or more (``softmax: give the axis for a rank-4 input ...``).
     """
-    chosen = _axis_spelling("softmax", axis, dim, -1)
+    chosen = _softmax_axis("softmax", x, axis, dim)
     return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", chosen)})
 
 
 def log_softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset = _UNSET) -> Tensor:
-    """Max-shifted log-softmax along ``axis`` (default -1, or torch's ``dim=``)
-    (``torch.log_softmax``); records ``log_softmax``. Returns x's shape and dtype.
+    """Max-shifted log-softmax along ``axis`` (or torch's ``dim=``) (``torch.log_softmax``);
+    records ``log_softmax``. Returns x's shape and dtype. Without an axis, as :func:`softmax`: the
+    last axis for rank 0 to 2, refused from rank 3.
 
     Raises:
         GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
-        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``.
+        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``; neither, for an ``x``
+            of rank 3 or more.
     """
-    chosen = _axis_spelling("log_softmax", axis, dim, -1)
+    chosen = _softmax_axis("log_softmax", x, axis, dim)
     return run_op(BackendOp.LOG_SOFTMAX, (x,), {"axis": _int("log_softmax", "axis", chosen)})
+
+
+def _softmax_axis(fn: str, x: Tensor, axis: IntLike | _Unset, dim: IntLike | _Unset) -> IntLike:
+    """The axis of ``fn`` (``softmax``, ``log_softmax``): the one given, else -1 where that is the
+    axis torch's ``F.softmax(x)`` picks without ``dim`` (rank 0 to 2; torch's
+    ``_get_softmax_dim``: dim 0 for rank 0, 1 and 3, dim 1 otherwise).
+
+    Raises:
+        TensorTypeError: both spellings; neither, for an ``x`` of rank 3 or more.
+    """
+    if isinstance(axis, _Unset) and isinstance(dim, _Unset):
+        rank = len(_require_tensor(fn, "x", x).shape)
+        if rank >= 3:
+            torch_dim = 0 if rank == 3 else 1
+            raise TensorTypeError(
+                f"{fn}: give the axis for a rank-{rank} input (axis=-1 for the last, or torch's "
+                f"dim=); torch's F.{fn}(x) without dim would take dim={torch_dim} here (deprecated), "
+                "so a default would not mean what a ported call means (the last axis is the default "
+                "for rank 0 to 2 only)"
+            )
+    last: IntLike = -1  # typed as the union, so that mypy infers IntLike, not object
+    return _axis_spelling(fn, axis, dim, last)
 
 
 def hard_masked_softmax(
