@@ -24,7 +24,7 @@ import numpy as np
 from torchlean._tensor_data import Array, _require_floats_fit_int64
 from torchlean._tensor_errors import TensorError
 from torchlean.autograd import storage
-from torchlean.autograd.grad_mode import is_grad_enabled
+from torchlean.autograd.grad_mode import is_grad_enabled, torch_no_grad_note
 from torchlean.autograd.tape import AutogradError
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def check_writable(t: Tensor, what: str) -> None:
             )
         raise AutogradError(
             f"autograd: {what} on a tensor that requires grad while gradients are recorded; "
-            "write it inside torchlean.no_grad()"
+            f"write it inside torchlean.no_grad(){torch_no_grad_note()}"
         )
     if isinstance(t._data, np.ndarray) and not t._data.flags.writeable:
         raise TensorError(f"{what} on a read-only view (shape {t.shape}); copy it first")
@@ -124,7 +124,7 @@ def written_values(t: Tensor, what: str, role: str, value: object, remedy: str) 
                 f"autograd: {what} from a tensor of shape {value.shape} that requires grad{made} "
                 "while gradients are recorded: torchlean's tape records no in-place op, so its "
                 f"gradient would be lost (torch records the copy); {remedy}, or write under "
-                "torchlean.no_grad() when no gradient should reach it"
+                f"torchlean.no_grad() when no gradient should reach it{torch_no_grad_note()}"
             )
         return storage.to_host(value._data)
     from torchlean import functional as F
@@ -361,7 +361,7 @@ def update_in_place(
         raise AutogradError(
             f"autograd: {what} with an operand that requires grad while gradients are recorded: "
             f"torchlean's tape records no in-place op, so that gradient would be lost; {rewrite}, "
-            "or update under torchlean.no_grad()"
+            f"or update under torchlean.no_grad(){torch_no_grad_note()}"
         )
     result = op(other)
     if result.shape != t.shape:
@@ -394,7 +394,8 @@ def _refuse_indexed_update(t: Tensor, source: Tensor, spelling: str, other: obje
             raise AutogradError(
                 f"autograd: in-place {spelling} on a tensor indexed from t, a leaf of shape "
                 f"{source.shape} that requires grad, while gradients are recorded: {runs}, "
-                f"refused as t[...] = v is; write it inside torchlean.no_grad(){copy_only}"
+                "refused as t[...] = v is; write it inside "
+                f"torchlean.no_grad(){torch_no_grad_note()}{copy_only}"
             )
         raise AutogradError(
             f"autograd: in-place {spelling} on a tensor indexed from t, a tensor of shape "
@@ -409,5 +410,5 @@ def _refuse_indexed_update(t: Tensor, source: Tensor, spelling: str, other: obje
             "that requires grad, and torchlean's tape records no in-place op, so that gradient "
             "would be lost; build the tensor out of place (tl.concat of the pieces, or "
             "tl.scatter_add into a new tensor), or write under torchlean.no_grad() when no "
-            f"gradient should reach v{copy_only}"
+            f"gradient should reach v{torch_no_grad_note()}{copy_only}"
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast, overload
@@ -18,7 +19,14 @@ from typing import Any, TypeVar, cast, overload
 from torchlean._checks import shown_briefly
 from torchlean.autograd._entries import EntryRecord, ExitOutcome
 
-__all__ = ["GradMode", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = [
+    "GradMode",
+    "enable_grad",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+    "torch_no_grad_note",
+]
 
 _GRAD_ENABLED: ContextVar[bool] = ContextVar("torchlean_grad_enabled", default=True)
 _ENTRIES: EntryRecord[bool] = EntryRecord(_GRAD_ENABLED, "torchlean_grad_mode_entries")
@@ -27,6 +35,17 @@ _ENTRIES: EntryRecord[bool] = EntryRecord(_GRAD_ENABLED, "torchlean_grad_mode_en
 def is_grad_enabled() -> bool:
     """True unless the caller runs inside ``no_grad()`` (or ``set_grad_enabled(False)``)."""
     return _GRAD_ENABLED.get()
+
+
+def torch_no_grad_note() -> str:
+    """``""``, or, when torch is imported and its own grad mode is off (``torch.no_grad()`` is
+    open), a note for a refusal that asks for :func:`no_grad`: torch's mode does not switch
+    torchlean's recording (review138 F2). torch is never imported here."""
+    torch = sys.modules.get("torch")
+    is_enabled = getattr(torch, "is_grad_enabled", None)
+    if is_enabled is None or is_enabled():
+        return ""
+    return " (torch.no_grad() is open here: it switches torch's recording, not torchlean's)"
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
