@@ -6,7 +6,8 @@ One ``<op>_forward`` per native-cuda op and one ``<op>_backward(g, *inputs, out,
 differentiable op, returning one cotangent per input (None for masks, indices and absent optional
 inputs). Entry points of torchlean's own kernels take the raw CUDA stream handle last: it must be
 the current stream of the tensors' device (``torch.cuda.current_stream(device).cuda_stream``, what
-torchlean passes), because results and temporaries are allocated on that stream. Argument
+torchlean passes), because results and temporaries are allocated on that stream; another handle
+is refused with a ValueError before any launch. Argument
 names match ``csrc/bindings.cpp``; argument errors raise ValueError (IndexError for indices).
 """
 

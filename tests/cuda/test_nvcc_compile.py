@@ -48,6 +48,11 @@ def test_nvcc_compiles(source: Path, standard: str, tmp_path: Path) -> None:
     if standard == "c++17" and headers_need_cpp20():
         pytest.skip("this torch's headers need C++20")
     includes = [f"-I{path}" for path in (*cpp_extension.include_paths(), str(CSRC))]
+    if not any(Path(path, "c10/cuda/impl/cuda_cmake_macros.h").is_file()
+               for path in cpp_extension.include_paths()):
+        # a CPU build of torch ships c10/cuda's headers without the header its CMake generates
+        # (export macros for Windows DLLs only); c10 has this switch for builds without it
+        includes.append("-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE")
     command = [
         "nvcc",
         "-c",

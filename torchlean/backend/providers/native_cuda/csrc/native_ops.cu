@@ -19,6 +19,9 @@
 
 #include <ATen/Dispatch.h>
 #include <c10/core/DeviceGuard.h>
+#ifndef TORCHLEAN_EMULATE
+#include <c10/cuda/CUDAStream.h>
+#endif
 #include <c10/util/safe_numerics.h>
 
 #include <algorithm>
@@ -35,16 +38,36 @@ namespace {
 #ifdef TORCHLEAN_EMULATE
 constexpr c10::DeviceType kDeviceType = c10::DeviceType::CPU;
 constexpr const char* kDeviceName = "cpu";
-inline cudaStream_t as_stream(std::int64_t /*handle*/) { return nullptr; }
+// The emulated device has one stream, handle 0.
+inline cudaStream_t current_stream(c10::Device /*device*/, std::int64_t& handle) {
+  handle = 0;
+  return nullptr;
+}
 inline int device_index_of(const at::Tensor& /*t*/) { return 0; }
 #else
 constexpr c10::DeviceType kDeviceType = c10::DeviceType::CUDA;
 constexpr const char* kDeviceName = "cuda";
-inline cudaStream_t as_stream(std::int64_t handle) {
-  return reinterpret_cast<cudaStream_t>(static_cast<std::intptr_t>(handle));
+// torch's current stream on `device` and its raw handle (torch.cuda.current_stream().cuda_stream).
+inline cudaStream_t current_stream(c10::Device device, std::int64_t& handle) {
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  handle = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(stream));
+  return stream;
 }
 inline int device_index_of(const at::Tensor& t) { return static_cast<int>(t.device().index()); }
 #endif
+
+// The stream an own kernel of `op` launches on: torch's current stream of `device`, on which
+// ATen allocated, filled and will free the buffers the kernel touches.  `handle` (the entry
+// point's last argument) must name that stream: a handle of another stream, another device's or
+// a stale one is refused here, before any launch, rather than cast and launched on (review137 F1).
+cudaStream_t launch_stream(const char* op, std::int64_t handle, c10::Device device) {
+  std::int64_t current = 0;
+  const cudaStream_t stream = current_stream(device, current);
+  TL_CHECK_VALUE(handle == current, "torchlean_native_ext.", op, ": stream handle ", handle,
+                 " is not the current stream of ", device, " (handle ", current,
+                 "); pass torch.cuda.current_stream(device).cuda_stream");
+  return stream;
+}
 
 using at::IntArrayRef;
 
@@ -1064,10 +1087,11 @@ Tensor hard_masked_softmax_forward(const Tensor& x, const Tensor& mask, std::int
   std::int64_t rows = 0, n = 0, mask_rows = 0;
   softmax_rows(op, x, mask, rows, n, mask_rows);
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (rows == 0) return y;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-    launch_softmax_forward<scalar_t>(x, mask, y, rows, n, mask_rows, as_stream(stream));
+    launch_softmax_forward<scalar_t>(x, mask, y, rows, n, mask_rows, launch);
   });
   return y;
 }
@@ -1079,10 +1103,11 @@ Grads hard_masked_softmax_backward(const Tensor& g, const Tensor& x, const Tenso
   std::int64_t rows = 0, n = 0, mask_rows = 0;
   softmax_rows(op, x, mask, rows, n, mask_rows);
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (rows > 0) {
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-      launch_softmax_backward<scalar_t>(g, out, mask, dx, rows, n, mask_rows, as_stream(stream));
+      launch_softmax_backward<scalar_t>(g, out, mask, dx, rows, n, mask_rows, launch);
     });
   }
   return {dx, at::Tensor()};
@@ -1485,11 +1510,12 @@ Tensor rand_uniform_forward(const Ints& shape, std::uint64_t seed, std::uint64_t
   const at::TensorOptions options = source_options(op, dtype, device_index);
   checked_result_shape(op, "shape", shape, static_cast<std::int64_t>(options.dtype().itemsize()));
   c10::DeviceGuard guard(options.device());
+  const cudaStream_t launch = launch_stream(op, stream, options.device());
   at::Tensor out = at::empty(shape, options);
   if (out.numel() == 0) return out;
   const std::uint64_t key = stream_key(seed, counter);
   AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), op,
-                             [&] { launch_uniform<scalar_t>(out, key, as_stream(stream)); });
+                             [&] { launch_uniform<scalar_t>(out, key, launch); });
   return out;
 }
 
@@ -1502,11 +1528,12 @@ Tensor bernoulli_mask_forward(const Ints& shape, double keep_prob, std::uint64_t
   const at::TensorOptions options = source_options(op, dtype, device_index);
   checked_result_shape(op, "shape", shape, static_cast<std::int64_t>(options.dtype().itemsize()));
   c10::DeviceGuard guard(options.device());
+  const cudaStream_t launch = launch_stream(op, stream, options.device());
   at::Tensor out = at::empty(shape, options);
   if (out.numel() == 0) return out;
   const std::uint64_t key = stream_key(seed, counter);
   AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), op, [&] {
-    launch_bernoulli<scalar_t>(out, key, keep_prob, as_stream(stream));
+    launch_bernoulli<scalar_t>(out, key, keep_prob, launch);
   });
   return out;
 }
@@ -1960,10 +1987,11 @@ Tensor smooth_max_pool_forward(const Tensor& x, const Ints& kernel, const Ints& 
   std::vector<std::int64_t> out_shape;
   const tl::PoolGeometry geo = pool_geometry(op, x, kernel, stride, padding, out_shape);
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor out = at::empty(out_shape, x.options());
   if (out.numel() == 0) return out;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-    launch_smooth_forward<scalar_t>(x, out, geo, beta, as_stream(stream));
+    launch_smooth_forward<scalar_t>(x, out, geo, beta, launch);
   });
   return out;
 }
@@ -1981,10 +2009,11 @@ Grads smooth_max_pool_backward(const Tensor& g, const Tensor& x, const Tensor& o
   check_cotangent(op, g, out_shape);
   check_same_shape(op, "out", out, "g", g);  // never read, but checked as every operand is
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor dx = at::zeros_like(x);
   if (x.numel() == 0 || g.numel() == 0) return one(dx);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-    launch_smooth_backward<scalar_t>(x, g, dx, geo, beta, as_stream(stream));
+    launch_smooth_backward<scalar_t>(x, g, dx, geo, beta, launch);
   });
   return one(dx);
 }
@@ -2165,10 +2194,11 @@ Tensor selective_scan_forward(const Tensor& a, const Tensor& b, const Tensor& x,
   constexpr const char* op = "selective_scan_forward";
   const tl::ScanShape s = check_scan(op, a, b, x, h0);
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (h.numel() == 0) return h;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-    launch_scan_forward<scalar_t>(a, b, x, h0, h, s, as_stream(stream));
+    launch_scan_forward<scalar_t>(a, b, x, h0, h, s, launch);
   });
   return h;
 }
@@ -2182,6 +2212,7 @@ Grads selective_scan_backward(const Tensor& g, const Tensor& a, const Tensor& b,
   check_same_shape(op, "g", g, "x", x);
   check_same_shape(op, "out", out, "x", x);
   c10::DeviceGuard guard(x.device());
+  const cudaStream_t launch = launch_stream(op, stream, x.device());
   at::Tensor dx = at::zeros_like(x);
   at::Tensor dh0 = h0.clone(at::MemoryFormat::Contiguous);
   if (x.numel() == 0) {
@@ -2191,7 +2222,7 @@ Grads selective_scan_backward(const Tensor& g, const Tensor& a, const Tensor& b,
   at::Tensor da = s.token ? at::empty_like(a) : at::empty({s.batch, s.state}, x.options());
   at::Tensor db = s.token ? at::empty_like(b) : at::empty({s.batch, s.state}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), op, [&] {
-    launch_scan_backward<scalar_t>(a, b, x, h0, out, g, da, db, dx, dh0, s, as_stream(stream));
+    launch_scan_backward<scalar_t>(a, b, x, h0, out, g, da, db, dx, dh0, s, launch);
   });
   if (!s.token) {
     // shared coefficients: accumulate the per-channel cotangents over the batch
@@ -2340,7 +2371,7 @@ void launch_attention_forward(const at::Tensor& q, const at::Tensor& k, const at
   const std::int64_t bytes = tl::attention_forward_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_forward", bytes, device_index_of(q));
   auto* kernel = &tl::attention_forward_kernel<T, CPL, ROWS>;
-  tl::allow_dynamic_smem(kernel, static_cast<int>(bytes));
+  tl::allow_dynamic_smem(kernel, static_cast<int>(bytes), device_index_of(q));
   const std::int64_t tile = tl::attention_tile(ROWS);
   const std::int64_t blocks = s.batch * ((s.nq + tile - 1) / tile);
   TL_LAUNCH(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(tl::kAttnThreads),
@@ -2363,7 +2394,7 @@ void launch_attention_backward(const at::Tensor& q, const at::Tensor& k, const a
   const std::int64_t bytes = tl::attention_dq_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_backward", bytes, device);
   auto* kernel = &tl::attention_backward_dq_kernel<T, CPL, ROWS>;
-  tl::allow_dynamic_smem(kernel, static_cast<int>(bytes));
+  tl::allow_dynamic_smem(kernel, static_cast<int>(bytes), device);
   const std::int64_t blocks = s.batch * ((s.nq + tile - 1) / tile);
   TL_LAUNCH(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(tl::kAttnThreads),
             static_cast<std::size_t>(bytes), stream, q.data_ptr<T>(), k.data_ptr<T>(),
@@ -2374,7 +2405,7 @@ void launch_attention_backward(const at::Tensor& q, const at::Tensor& k, const a
   const std::int64_t kv_bytes = tl::attention_dkdv_smem(s.d, s.dv, sizeof(T), ROWS);
   check_smem("direct_attention_backward", kv_bytes, device);
   auto* kv_kernel = &tl::attention_backward_dkdv_kernel<T, CPL, ROWS>;
-  tl::allow_dynamic_smem(kv_kernel, static_cast<int>(kv_bytes));
+  tl::allow_dynamic_smem(kv_kernel, static_cast<int>(kv_bytes), device);
   const std::int64_t kv_blocks = s.batch * ((s.nk + tile - 1) / tile);
   TL_LAUNCH(kv_kernel, dim3(static_cast<unsigned int>(kv_blocks)), dim3(tl::kAttnThreads),
             static_cast<std::size_t>(kv_bytes), stream, q.data_ptr<T>(), k.data_ptr<T>(),
@@ -2425,13 +2456,14 @@ std::tuple<Tensor, Tensor> direct_attention_forward(const Tensor& q, const Tenso
   const AttentionArgs args = check_attention(op, q, k, v, mask, mask_layout, scale);
   const tl::AttentionShape& s = args.shape;
   c10::DeviceGuard guard(q.device());
+  const cudaStream_t launch = launch_stream(op, stream, q.device());
   at::Tensor out = at::zeros({s.batch, s.nq, s.dv}, q.options());
   at::Tensor lse = at::full({s.batch, s.nq}, -std::numeric_limits<double>::infinity(), q.options());
   if (s.batch == 0 || s.nq == 0 || s.nk == 0) return {out, lse};  // no key: every row is blocked
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
     with_attention_tile(s, args.forward_rows, [&](auto cpl, auto rows) {
       launch_attention_forward<scalar_t, decltype(cpl)::value, decltype(rows)::value>(
-          q, k, v, mask_pointer(mask), out, lse, args, as_stream(stream));
+          q, k, v, mask_pointer(mask), out, lse, args, launch);
     });
   });
   return {out, lse};
@@ -2455,6 +2487,7 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
                  ": lse has shape ", shape_text(lse.sizes()), "; expected [", s.batch, ", ",
                  s.nq, "]");
   c10::DeviceGuard guard(q.device());
+  const cudaStream_t launch = launch_stream(op, stream, q.device());
   at::Tensor dq = at::zeros_like(q);
   at::Tensor dk = at::zeros_like(k);
   at::Tensor dv = at::zeros_like(v);
@@ -2464,7 +2497,7 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), op, [&] {
     with_attention_tile(s, args.backward_rows, [&](auto cpl, auto rows) {
       launch_attention_backward<scalar_t, decltype(cpl)::value, decltype(rows)::value>(
-          q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, as_stream(stream));
+          q, k, v, mask_pointer(mask), g, lse, delta, dq, dk, dv, args, launch);
     });
   });
   return {dq, dk, dv, at::Tensor()};

@@ -7,7 +7,8 @@
 //     to that input's shape; an undefined tensor (None in Python) for inputs that are not
 //     differentiable (masks, indices) or absent (optional bias);
 //   * entry points that launch torchlean's own kernels take the CUDA stream handle last; it must
-//     be the current stream of the tensors' device (torchlean passes that one): results and
+//     be the current stream of the tensors' device (torchlean passes that one), and any other
+//     handle is refused before a launch (launch_stream in native_ops.cu): results and
 //     temporaries (direct attention's delta, smooth_max_pool's window statistics) are allocated
 //     and freed on the current stream, with no record_stream for another;
 //   * every entry point validates its arguments with TL_CHECK_VALUE / TL_CHECK_INDEX before any

@@ -28,11 +28,12 @@ namespace tl {
 // tl_emu::set_shared_memory_limit); launches above it fail as on a GPU.
 inline int max_dynamic_smem_optin(int /*device*/) { return ::tl_emu::shared_memory_limit(); }
 // As on a GPU: above 48 KiB a kernel's launches need this opt-in (the emulator refuses them
-// without it, as cudaLaunchKernel does).
+// without it, as cudaLaunchKernel does); as the CUDA build, to the device's limit.
 template <class Kernel>
-inline void allow_dynamic_smem(Kernel kernel, int bytes) {
+inline void allow_dynamic_smem(Kernel kernel, int bytes, int device) {
   if (bytes <= 48 * 1024) return;
-  ::tl_emu::opt_in_shared_memory(reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(bytes));
+  ::tl_emu::opt_in_shared_memory(reinterpret_cast<const void*>(kernel),
+                                 static_cast<std::size_t>(max_dynamic_smem_optin(device)));
 }
 inline void check_launch(const char* /*what*/) {}
 }  // namespace tl
@@ -63,25 +64,34 @@ namespace tl {
   throw std::runtime_error("torchlean_native_ext: " + what);
 }
 
+// A CUDA runtime call failed with `err`: clear the runtime's last error (so that a later,
+// unrelated launch check does not report it as its own; review137 F4), then fail.
+[[noreturn]] inline void fail_call(const std::string& what, cudaError_t err) {
+  (void)cudaGetLastError();
+  fail(what + cudaGetErrorString(err));
+}
+
 // Largest dynamic shared memory a block may opt into on `device` (bytes).
 inline int max_dynamic_smem_optin(int device) {
   int value = 0;
   const cudaError_t err =
       cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err != cudaSuccess) {
-    fail(std::string("cannot query shared memory limit: ") + cudaGetErrorString(err));
-  }
+  if (err != cudaSuccess) fail_call("cannot query shared memory limit: ", err);
   return value;
 }
-// Kernels that need more than the default 48 KiB of dynamic shared memory must opt in.
+// Kernels that need more than the default 48 KiB of dynamic shared memory must opt in.  The
+// attribute is a per-function (and device) cap, not a reservation: it is raised to the device's
+// limit, the same value from every thread, so that concurrent launches of one kernel with
+// different sizes cannot lower it under one another (review137 F3).  Callers check that
+// `bytes` fits that limit first (check_smem).
 template <class Kernel>
-inline void allow_dynamic_smem(Kernel kernel, int bytes) {
+inline void allow_dynamic_smem(Kernel kernel, int bytes, int device) {
   if (bytes <= 48 * 1024) return;
+  const int limit = max_dynamic_smem_optin(device);
   const cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
   if (err != cudaSuccess) {
-    fail("cannot reserve " + std::to_string(bytes) + " bytes of shared memory: " +
-         cudaGetErrorString(err));
+    fail_call("cannot allow " + std::to_string(limit) + " bytes of shared memory: ", err);
   }
 }
 inline void check_launch(const char* what) {
