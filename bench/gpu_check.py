@@ -56,8 +56,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    shape must raise a Python ``ValueError`` (the C++ checks' ``TL_CHECK_VALUE``, raised by the
    bindings), a raw gather with an out-of-range index ``IndexError`` (``TL_CHECK_INDEX``), and the
    same gather through ``kernels`` (the session path, refused by the Python guards before C++) a
-   ``GuardError``, never abort the process; each call is a row, and the call a crash
-   interrupted is named with the signal. When the child died in a call,
+   ``GuardError``, and an allocation of 128 TiB inside ATen, raw and through ``kernels``,
+   ``torch.OutOfMemoryError`` (a c10 error raised through the extension, the path that killed the
+   process on an earlier GPU run; review137 F2), never abort the process; each call is a row,
+   and the call a crash interrupted is named with the signal. When the child died in a call,
    ``bench/exception_probe.py`` runs (``refusal_diagnosis`` in the record): which step of raising
    a C++ exception from an extension kills the process there, with a native backtrace when
    ``gdb`` or ``cuda-gdb`` is on PATH. The refusals run right after parity, before steps 3 and 4
@@ -593,6 +595,13 @@ def ones(*shape, **kw):
     return torch.ones(*shape, device=device, **kw)
 
 
+# an allocation no device holds (2**45 float32, 128 TiB) fails inside ATen's allocator: a c10
+# error raised through the extension (a CUDA out-of-memory error; the CPU allocator's plain
+# c10::Error under the emulation), the path that killed the process on an earlier GPU run
+index = 0 if emulated else torch.cuda.current_device()
+out_of_memory = "RuntimeError" if emulated else "OutOfMemoryError"
+
+
 def attention_backward_with_short_lse():
     # a lse of fewer rows than the batch: without the check the dQ kernel reads past it
     q, k, v = (ones(2, n, w, dtype=torch.float64) for n, w in ((3, 4), (5, 4), (5, 3)))
@@ -630,6 +639,15 @@ calls = {
         lambda: kernels.gather_forward(ones(1, 5), torch.tensor([[0, 9]], device=device), axis=1),
         "GuardError",
     ),
+    "rand_uniform_forward(128 TiB)": (
+        lambda: ext.rand_uniform_forward([1 << 45], 0, 0, "float32", index, extension.stream_handle(index)),
+        out_of_memory,
+    ),
+    "session path: rand_uniform of 128 TiB": (
+        lambda: kernels.rand_uniform_forward(shape=[1 << 45], seed=0, counter=0, dtype=torch.float32,
+                                             device=device),
+        "NativeKernelError" if emulated else "OutOfMemoryError",
+    ),
 }
 report({"calls": {name: expected for name, (_, expected) in calls.items()}})
 for name, (call, _) in calls.items():
@@ -647,7 +665,9 @@ output is ignored): the calls with the exception each must raise, then one ``{"s
 before each call and one result row after it, so a call that kills the process is the last one
 started. Raw extension calls must raise ``ValueError`` (``TL_CHECK_VALUE``) or ``IndexError``
 (``TL_CHECK_INDEX``); a call through
-``kernels`` (the session path) must raise ``GuardError``."""
+``kernels`` (the session path) must raise ``GuardError``; the 128 TiB allocations
+``torch.OutOfMemoryError`` on CUDA (under the emulation, the CPU allocator's ``RuntimeError``, which
+``kernels`` raises as ``NativeKernelError``)."""
 
 REFUSAL_MARK = "@@refusal "
 REFUSAL_TIMEOUT = 120.0

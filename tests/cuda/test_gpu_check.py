@@ -591,6 +591,8 @@ CALLS = (
     "direct_attention_backward(lse of another shape)",
     "gather_forward(index value out of range)",
     "session path: gather index out of range",
+    "rand_uniform_forward(128 TiB)",
+    "session path: rand_uniform of 128 TiB",
 )
 
 
@@ -600,7 +602,9 @@ def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation:
     each to report the next."""
     rows = gpu_check._refusals("cpu")
     assert [r["call"] for r in rows] == list(CALLS)
-    assert [r["raised"] for r in rows] == ["ValueError"] * 8 + ["IndexError", "GuardError"]
+    assert [r["raised"] for r in rows] == ["ValueError"] * 8 + [
+        "IndexError", "GuardError", "RuntimeError", "NativeKernelError"
+    ]
     assert all(r["passed"] for r in rows)
     assert "x of shape [4, 3] is not contiguous" in rows[0]["message"]
     assert "has dtype Int; accepted: float32, float64" in rows[1]["message"]
@@ -612,6 +616,9 @@ def test_refusal_probe_raises_on_the_emulation(gpu_check: ModuleType, emulation:
     assert "direct_attention_backward: lse has shape [1, 3]; expected [2, 3]" in rows[7]["message"]
     assert rows[8]["message"].startswith("torchlean_native_ext.gather_forward: index value 9 is out of range")
     assert rows[9]["message"].startswith("native_cuda.gather: index value 9 is out of range")
+    # an error of ATen's allocator (a c10::Error) comes through the extension as a Python exception
+    assert "can't allocate memory: you tried to allocate 140737488355328 bytes" in rows[10]["message"]
+    assert rows[11]["message"].startswith("native_cuda.rand_uniform: ")
     assert gpu_check._refusal_line(rows[0]) == f"  {CALLS[0]:<45} raised ValueError ok"
 
 
