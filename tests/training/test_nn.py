@@ -831,8 +831,32 @@ def test_a_torch_modules_attribute_names_get_the_positional_naming_hint() -> Non
     with pytest.raises(nn.StateError) as info:
         model.load_state(Named().state_dict())
     assert str(info.value).endswith(
-        "; torchlean names parameters by their layer's position in the model (the missing names), "
-        "not by attribute names such as 'fc1.weight': rename the entries"
+        "; torchlean names parameters by their layer's position in a sequential model and the layer's "
+        "own names (the missing names), not by torch's attribute names such as 'fc1.weight': rename "
+        "the entries"
     )
     renamed = dict(zip(model.state(), Named().state_dict().values(), strict=True))
     model.load_state(renamed)  # the rename the hint asks for loads
+
+
+def test_a_torch_multihead_attention_state_gets_the_in_proj_split_hint() -> None:
+    """review140 F4: torch's packed ``in_proj_weight`` cannot load by renaming; the refusal says how
+    to split it, and the split it names loads and computes torch's layer."""
+    d, heads = 8, 2
+    model = nn.build(nn.multi_head_attention(d, heads), input_shape=(5, d), dtype=np.float64, seed=0)
+    mha = torch.nn.MultiheadAttention(d, heads, bias=False, batch_first=True, dtype=torch.float64)
+    with pytest.raises(nn.StateError) as info:
+        model.load_state(mha.state_dict())
+    assert str(info.value).endswith(
+        "; torch's 'in_proj_weight' packs the query, key and value projections: split its rows [0:d], "
+        "[d:2d], [2d:3d] into wq, wk, wv (out_proj.weight is wo; the builders of nn.multi_head_attention "
+        "and nn.transformer_block give the whole mapping)"
+    )
+    packed = mha.in_proj_weight.detach().numpy()
+    split = {"wq": packed[:d], "wk": packed[d:2 * d], "wv": packed[2 * d:],
+             "wo": mha.out_proj.weight.detach().numpy()}
+    model.load_state({name: split[name] for name in model.state()})
+    x = np.random.default_rng(0).standard_normal((3, 5, d))
+    expected, _ = mha(*(torch.tensor(x),) * 3, need_weights=False)
+    got = model(Tensor(x)).numpy()
+    np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-12, atol=1e-13)

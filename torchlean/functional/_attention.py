@@ -10,9 +10,11 @@ import numpy.typing as npt
 
 from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
+from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
+from torchlean.functional._shape import reshape
 from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError
 
 
@@ -105,6 +107,7 @@ def scaled_dot_product_attention(
     *,
     scale: RealLike | None = None,
     attn_mask: Tensor | npt.ArrayLike | None = None,
+    enable_gqa: BoolLike = False,
 ) -> Tensor:
     """``softmax(q kᵀ · scale) v`` with an optional boolean hard mask (True = attend; blocked
     entries contribute exactly 0, a fully blocked row gives zeros); q ``(..., nQ, d)``, k
@@ -122,7 +125,16 @@ def scaled_dot_product_attention(
     ``is_causal=True`` attends key ``j`` from query ``i`` where ``j <= i``, upper-left aligned as
     torch's (``torchlean.spec.causal_mask(n_q, n_k)``, which is the mask it builds;
     ``align="lower_right"`` there for the other alignment); with a mask as well it is refused, as
-    torch refuses it (review102 L1).
+    torch refuses it (review102 L1). The mask's polarity is SDPA's: ``torch.nn.MultiheadAttention``'s
+    ``key_padding_mask`` and boolean ``attn_mask`` mean True = ignore, so a padding mask ``pad``
+    ``(B, n_k)`` of that layer is ``~pad[:, None, None, :]`` here.
+
+    ``enable_gqa=True`` is torch's grouped-query attention: q has ``Hq`` heads on axis -3 and k, v
+    ``Hkv`` (equal) heads there, ``Hq`` a multiple of ``Hkv``, and query head ``h`` attends with
+    key/value head ``h // (Hq / Hkv)`` (torch's ``repeat_interleave``). It runs as q reshaped to
+    ``(..., Hkv, Hq/Hkv, nQ, d)`` against k, v ``(..., Hkv, 1, nK, d)`` by broadcasting, with no
+    copy of k or v (the mask's head axis, of size 1 or ``Hq``, is split the same way), then the
+    result reshaped back: ``reshape`` and ``scaled_dot_product_attention`` are recorded.
 
     The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
     ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
@@ -142,6 +154,9 @@ def scaled_dot_product_attention(
     with its backward and the other providers). A row
     whose allowed scores are all -inf (not a blocked row) is NaN in forward and backward, the
     softmax of all -inf, in every provider; torch's SDPA with a boolean mask returns zeros there.
+    A NaN or inf at a blocked position (in q of a fully blocked row, in a blocked key or value)
+    never reaches the output or a gradient, in every provider: blocked entries are selected away,
+    never multiplied by 0; torch 2.13's SDPA propagates them (review140 F3).
 
     Raises:
         GuardError: an operand of rank below 2, shapes that do not fit (d or nK differ, batch axes
@@ -152,6 +167,9 @@ def scaled_dot_product_attention(
             not a real number; both ``mask`` and ``attn_mask``; a ``dropout_p`` other than 0; an
             ``is_causal`` that is not a bool, or True with a mask.
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
+        GuardError: with ``enable_gqa=True``, an operand of rank below 3, k and v with different
+            head counts, ``Hq`` not a multiple of ``Hkv``, or a mask whose head axis is neither 1
+            nor ``Hq`` (torch's checks).
     """
     fn = "scaled_dot_product_attention"
     if attn_mask is not None:
@@ -174,8 +192,50 @@ def scaled_dot_product_attention(
         q_shape, k_shape = _require_tensor(fn, "q", q).shape, _require_tensor(fn, "k", k).shape
         if len(q_shape) >= 2 and len(k_shape) >= 2:  # else the guard refuses the rank (review104 M1)
             mask = np.tril(np.ones((q_shape[-2], k_shape[-2]), dtype=bool))
+    if not isinstance(enable_gqa, bool | np.bool_):
+        raise TensorTypeError(f"{fn}: enable_gqa must be a bool (torch's default False), got {enable_gqa!r}")
     mask_t = None if mask is None else _mask(fn, mask, q)
     params: dict[str, Any] = {}
     if scale is not None:
         params["scale"] = _real(fn, "scale", scale)
-    return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
+    if not enable_gqa:
+        return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
+    q, k, v, mask_t, heads = _grouped(fn, q, k, v, mask_t)
+    out = run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
+    return reshape(out, (*out.shape[:-4], heads, *out.shape[-2:]))
+
+
+def _grouped(
+    fn: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None, int]:
+    """q, k, v (and the mask) of grouped-query attention with the head axis -3 split into
+    ``(Hkv, group)`` for q and ``(Hkv, 1)`` for k and v, and ``Hq``.
+
+    Raises:
+        GuardError: as :func:`scaled_dot_product_attention` with ``enable_gqa=True``.
+    """
+    shapes = {name: _require_tensor(fn, name, t).shape for name, t in (("q", q), ("k", k), ("v", v))}
+    if min(len(shape) for shape in shapes.values()) < 3:
+        raise GuardError(
+            f"{fn}: enable_gqa=True needs q, k and v of rank 3 or more, heads on axis -3; got "
+            + ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        )
+    heads, kv_heads = shapes["q"][-3], shapes["k"][-3]
+    if shapes["v"][-3] != kv_heads or kv_heads == 0 or heads % kv_heads != 0:
+        raise GuardError(
+            f"{fn}: enable_gqa=True needs k and v with the same number of heads (axis -3), a "
+            f"nonzero divisor of q's: q has {heads}, k {kv_heads}, v {shapes['v'][-3]}"
+        )
+    group = heads // kv_heads
+
+    def split(t: Tensor, into: tuple[int, int]) -> Tensor:
+        return reshape(t, (*t.shape[:-3], *into, *t.shape[-2:]))
+
+    if mask is not None and len(mask.shape) >= 3:
+        if mask.shape[-3] not in (1, heads):
+            raise GuardError(
+                f"{fn}: with enable_gqa=True the mask's head axis (-3) must be 1 or q's {heads}; "
+                f"got mask {mask.shape}"
+            )
+        mask = split(mask, (kv_heads, group) if mask.shape[-3] == heads else (1, 1))
+    return split(q, (kv_heads, group)), split(k, (kv_heads, 1)), split(v, (kv_heads, 1)), mask, heads

@@ -156,8 +156,16 @@ class Model(PicklesAtEveryProtocol):
             named = [n for n in extra if isinstance(n, str) and not n.split(".", 1)[0].isdigit()]
             if missing and named:  # a torch module's attribute names (review54 F7)
                 hint += (
-                    "; torchlean names parameters by their layer's position in the model (the "
-                    f"missing names), not by attribute names such as {named[0]!r}: rename the entries"
+                    "; torchlean names parameters by their layer's position in a sequential model and "
+                    f"the layer's own names (the missing names), not by torch's attribute names such as "
+                    f"{named[0]!r}: rename the entries"
+                )
+            packed = [n for n in extra if isinstance(n, str) and n.endswith("in_proj_weight")]
+            if missing and packed:  # torch's MultiheadAttention (review140 F4)
+                hint += (
+                    f"; torch's {packed[0]!r} packs the query, key and value projections: split its rows "
+                    "[0:d], [d:2d], [2d:3d] into wq, wk, wv (out_proj.weight is wo; the builders of "
+                    "nn.multi_head_attention and nn.transformer_block give the whole mapping)"
                 )
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}{hint}")
         values: list[Array] = []

@@ -891,8 +891,11 @@ def scaled_dot_product_attention(
     with a mask) — all contractions left folds over the contracted axis in increasing order.  With
     a mask, blocked (query, key) pairs are selected away in every contraction (a blocked term is
     ``+0.0``), so fully masked rows are zeros and
-    NaN/inf at blocked positions never reach the output.  Mirrors
-    ``torch.nn.functional.scaled_dot_product_attention`` with a boolean ``attn_mask``.
+    NaN/inf at blocked positions never reach the output.  The shapes, broadcasting and mask
+    polarity of ``torch.nn.functional.scaled_dot_product_attention`` with a boolean
+    ``attn_mask``; where they differ (torch 2.13 propagates NaN/inf from blocked positions; the
+    order of scaling; rows whose allowed scores are all -inf) is listed in
+    :func:`torchlean.functional.scaled_dot_product_attention`.
     """
     guards.check_scaled_dot_product_attention(q, k, v, mask, scale=scale)
     weights, allowed, _ = _attention_weights(q, k, v, mask, scale)

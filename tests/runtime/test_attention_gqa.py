@@ -1,0 +1,84 @@
+"""review140 F1: ``tl.scaled_dot_product_attention(..., enable_gqa=True)`` is torch's grouped-query
+attention (query head h attends with key/value head h // (Hq / Hkv)), values and gradients against
+torch float64 under each CPU profile, with masks of each head layout and causal; its refusals are
+torch's checks; ``enable_gqa=False`` is the plain call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import torchlean as tl
+from torchlean.backend.errors import GuardError
+
+PROFILES = ["checked_cpu", "fast_cpu", "libtorch_forward_cpu"]
+B, HQ, HKV, NQ, NK, D, DV = 2, 6, 2, 3, 5, 4, 3
+
+
+def _data(seed: int = 0) -> tuple[np.ndarray[Any, Any], ...]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((B, HQ, NQ, D)), rng.standard_normal((B, HKV, NK, D)),
+            rng.standard_normal((B, HKV, NK, DV)), rng.standard_normal((B, HQ, NQ, DV)))
+
+
+def _masks() -> dict[str, np.ndarray[Any, Any] | None]:
+    rng = np.random.default_rng(1)
+    padding = np.ones((B, 1, 1, NK), dtype=bool)
+    padding[0, ..., 3:] = False
+    per_head = rng.random((HQ, NQ, NK)) > 0.4
+    per_head[2, 1] = False  # a fully blocked row of query head 2 (key/value head 0)
+    return {"none": None, "key padding (B,1,1,nK)": padding, "per query head (Hq,nQ,nK)": per_head,
+            "shared (nQ,nK)": rng.random((NQ, NK)) > 0.3}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("mask_name", "causal"), [(name, False) for name in _masks()] + [("none", True)])
+def test_grouped_query_attention_matches_torch_float64(profile: str, mask_name: str, causal: bool) -> None:
+    mask = _masks()[mask_name]  # torch refuses a mask with is_causal (so does torchlean)
+    q, k, v, g = _data()
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    tmask = None if mask is None else torch.tensor(mask)
+    expected = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask, is_causal=causal, enable_gqa=True)
+    expected.backward(torch.tensor(g))
+    with tl.session(profile):
+        lq, lk, lv = (tl.tensor(a, requires_grad=True) for a in (q, k, v))
+        out = tl.scaled_dot_product_attention(lq, lk, lv, mask, is_causal=causal, enable_gqa=True)
+        assert out.shape == (B, HQ, NQ, DV)
+        tl.reduce_sum(out * tl.tensor(g)).backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-13)
+    for leaf, ref in ((lq, tq), (lk, tk), (lv, tv)):
+        assert leaf.grad is not None and ref.grad is not None
+        np.testing.assert_allclose(leaf.grad.numpy(), ref.grad.numpy(), rtol=1e-12, atol=1e-13)
+
+
+def test_without_grouping_the_keyword_changes_nothing() -> None:
+    q, k, v, _ = _data()
+    k, v = np.repeat(k, HQ // HKV, axis=1), np.repeat(v, HQ // HKV, axis=1)
+    plain = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v))
+    off = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), enable_gqa=False)
+    on = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), enable_gqa=True)
+    np.testing.assert_array_equal(plain.numpy(), off.numpy())
+    np.testing.assert_allclose(on.numpy(), plain.numpy(), rtol=1e-14, atol=1e-15)
+
+
+def test_grouped_query_attention_refusals_name_the_shapes() -> None:
+    q, k, v, _ = _data()
+    t = tl.tensor
+    with pytest.raises(GuardError, match=r"same number of heads .* q has 6, k 4, v 4"):
+        tl.scaled_dot_product_attention(t(q), t(np.concatenate([k, k], 1)), t(np.concatenate([v, v], 1)),
+                                        enable_gqa=True)
+    with pytest.raises(GuardError, match=r"q has 6, k 2, v 3"):
+        tl.scaled_dot_product_attention(t(q), t(k), t(np.concatenate([v, v[:, :1]], 1)), enable_gqa=True)
+    with pytest.raises(GuardError, match=r"rank 3 or more, heads on axis -3; got q \(3, 4\)"):
+        tl.scaled_dot_product_attention(t(q[0, 0]), t(k[0, 0]), t(v[0, 0]), enable_gqa=True)
+    with pytest.raises(GuardError, match=r"mask's head axis \(-3\) must be 1 or q's 6; got mask \(2, 3, 5\)"):
+        tl.scaled_dot_product_attention(t(q), t(k), t(v), np.ones((HKV, NQ, NK), bool), enable_gqa=True)
+    with pytest.raises(tl.TensorTypeError, match=r"enable_gqa must be a bool .* got 1"):
+        tl.scaled_dot_product_attention(t(q), t(k), t(v), enable_gqa=1)  # type: ignore[arg-type]
+    # without the keyword, grouped shapes do not broadcast (as in torch)
+    with pytest.raises(GuardError, match="not broadcastable"):
+        tl.scaled_dot_product_attention(t(q), t(k), t(v))
