@@ -135,6 +135,33 @@ def test_console_main_ignores_sigint_after_main(monkeypatch: pytest.MonkeyPatch)
         signal.signal(signal.SIGINT, previous)
 
 
+def test_console_main_ignores_sigterm_and_sighup_after_main_unless_handled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """review139 F1: after ``main`` SIGTERM and SIGHUP are ignored where they have their default
+    action; a handler the program installed is left as it is."""
+    numbers = (signal.SIGTERM, signal.SIGHUP)
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, *numbers)}
+    monkeypatch.setattr(cli, "main", lambda: 0)
+
+    def own(number: int, frame: object) -> None:
+        return None
+
+    try:
+        for number in numbers:
+            signal.signal(number, signal.SIG_DFL)
+        assert cli.console_main() == 0
+        assert [signal.getsignal(number) for number in numbers] == [signal.SIG_IGN] * 2
+        signal.signal(signal.SIGTERM, own)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        assert cli.console_main() == 0
+        assert signal.getsignal(signal.SIGTERM) is own
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def test_console_main_interrupted_before_main_handles_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -160,8 +187,12 @@ raise SystemExit(console_main())
 """
 
 
-def test_ctrl_c_during_the_interpreter_shutdown_is_ignored(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", _SHUTDOWN], capture_output=True, text=True, cwd=tmp_path,
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stopping_signal_during_the_interpreter_shutdown_is_ignored(tmp_path: Path, name: str) -> None:
+    """The signal lands from an ``atexit`` handler, after ``main`` returned: exit status 0, no
+    message (SIGTERM and SIGHUP ended the process with 143 and 129: review139 F1)."""
+    script = _SHUTDOWN.replace("signal.SIGINT", f"signal.{name}")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           check=False)
     assert (done.returncode, done.stderr) == (0, "")
     assert "reference.relu" in done.stdout

@@ -334,16 +334,18 @@ def console_main() -> int:
     """The ``torchlean`` process (the console script and ``python -m torchlean``): :func:`main`,
     then SIGINT ignored for the interpreter's shutdown, where a Ctrl-C after the command's last
     line printed a ``KeyboardInterrupt`` traceback from an ``atexit`` handler or killed the
-    process by the signal (review128 F3). Its exit status is ``main``'s; a Ctrl-C that stops
-    ``main`` before its own handler is set up is ``error: interrupted``, exit status 130."""
+    process by the signal (review128 F3), and SIGTERM and SIGHUP too where they have their
+    default action (review139 F1: one after ``saved:`` ended a complete run with status 143).
+    Its exit status is ``main``'s; a Ctrl-C that stops ``main`` before its own handler is set up
+    is ``error: interrupted``, exit status 130."""
     from torchlean.cli import _completion
 
     status: int | None = None
     try:
         status = main()
-        _completion.ignore_sigint()
+        _completion.ignore_stopping_signals()
     except KeyboardInterrupt:
-        _completion.ignore_sigint()
+        _completion.ignore_stopping_signals()
         if status is None:  # main itself was stopped before its handler (its first import)
             print("error: interrupted", file=sys.stderr)
             return 130
