@@ -613,6 +613,32 @@ NEWER_THAN_RESUME = (
 train parser had the 24 others): checkpoints written before them lack them legitimately."""
 
 
+def test_an_edited_lr_setting_that_the_optimizer_state_contradicts_is_refused(capsys, tmp_path, monkeypatch):
+    """review139 F2: with the settings' lr edited 0.02 -> 0.01, --resume showed lr=0.01 in its
+    header and trained at the optimizer state's 0.02 (the same losses as the intact run). Refused,
+    naming both rates, with --lr given too; the same rate spelled otherwise resumes; a scheduled
+    run's checkpoint (its rate set back to the base when the fit ended) resumes."""
+    saved = tmp_path / "lr02.npz"
+    ok(capsys, *SMALL, "--epochs", "2", "--lr", "0.02", "--save", str(saved))
+    edited = rewrite_training(saved, tmp_path / "edited.npz", lr="0.01")
+    expected = (
+        f"checkpoint {edited}: its training settings' --lr 0.01 and its optimizer state's lr 0.02 differ "
+        "(one of them was edited): the run would resume at 0.02 while its header showed --lr 0.01, so "
+        "--resume cannot continue it; train a new run (torchlean predict still reads it)"
+    )
+    assert refused(capsys, "--resume", str(edited), "--epochs", "3") == expected
+    assert refused(capsys, "--resume", str(edited), "--epochs", "3", "--lr", "0.01") == expected
+    respelled = rewrite_training(saved, tmp_path / "respelled.npz", lr="2e-2")
+    ok(capsys, "--resume", str(respelled), "--epochs", "3")
+    cosine = tmp_path / "cosine.npz"  # stopped by Ctrl-C after epoch 2 of 4, mid-schedule
+    interrupt_during_epoch(monkeypatch, 2)
+    code, _, _ = cli(capsys, "train", *SMALL, "--epochs", "4", "--lr", "0.02", "--lr-schedule", "cosine",
+                     "--save", str(cosine))
+    monkeypatch.undo()
+    assert code == 130 and metadata(cosine)["training"]["epochs_done"] == 2
+    ok(capsys, "--resume", str(cosine))
+
+
 def test_settings_every_checkpoint_records_are_required_the_newer_ones_default(capsys, tmp_path):
     """review115 F4: with ``lr`` deleted from a run saved with --lr 0.02, --resume showed the default
     0.005 in its header while the optimizer state trained at 0.02. A setting every checkpoint

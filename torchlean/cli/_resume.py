@@ -520,6 +520,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"{'; '.join(conflicts)} (leave out the option, or train a new run without --resume)"
         )
     _check_monitor(values, shown)
+    _check_lr_agrees(training, recorded["lr"], shown)
     if "dataset" not in given and values["dataset"] == data.STDIN:
         _stdin_again(shown)
     if values["test_fraction"] != saved.test_fraction:  # review118 F1: settings without the option
@@ -538,6 +539,27 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     args.epochs = _epochs(args.epochs if "epochs" in given else None, training, values["lr_schedule"], shown)
     return Resumed(path, saved, training, digest, delimiter, tuple(repeated),
                    dataset_given="dataset" in given)
+
+
+def _check_lr_agrees(training: checkpoint.TrainingState, setting: str | bool | None, shown: str) -> None:
+    """Refuse training settings whose ``--lr`` differs from the optimizer state's ``lr``: the run
+    resumes at the state's rate (``load_state_dict``), while the header would show the settings'
+    (review139 F2). ``train --save`` writes the two equal: a fit with ``--lr-schedule`` sets its
+    base rate back when it ends, Ctrl-C or not. A state without ``lr`` (written before it was
+    recorded) is not compared.
+
+    Raises:
+        TorchLeanError: naming both rates.
+    """
+    state = training.optimizer.get("lr")
+    if state is None or not isinstance(setting, str) or float(setting) == float(state):
+        return
+    raise TorchLeanError(
+        f"checkpoint {shown}: its training settings' --lr {setting} and its optimizer state's lr "
+        f"{float(state)!r} differ (one of them was edited): the run would resume at {float(state)!r} "
+        f"while its header showed --lr {setting}, so --resume cannot continue it; train a new run "
+        "(torchlean predict still reads it)"
+    )
 
 
 def _stdin_again(shown: str) -> None:
