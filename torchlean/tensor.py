@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, overload
 
@@ -532,7 +533,18 @@ class Tensor:
         Assignable, as in PyTorch (``p.grad = None`` before the next step, or a tensor computed
         elsewhere), but only ``None`` or a :class:`Tensor` of exactly this tensor's shape, dtype
         and device: later ``backward`` calls add to it in this dtype.
+
+        ``backward`` fills leaves only: reading ``None`` here on a tensor a recorded op produced
+        (not a leaf) warns, as torch does (``UserWarning``), naming the way to read a non-leaf's
+        gradient (there is no ``retain_grad``; review138 F3).
         """
+        if self._grad is None and self._node is not None:
+            warnings.warn(
+                f"the .grad of a tensor that is not a leaf (made by `{self._node.name}`) is None, as "
+                f"torch warns too: {_TORCH_METHOD_HINTS['retain_grad']}",
+                UserWarning,
+                stacklevel=2,
+            )
         return self._grad
 
     @grad.setter

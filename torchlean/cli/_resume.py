@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import math
 import os
 import re
 import shlex
@@ -546,13 +547,17 @@ def _check_lr_agrees(training: checkpoint.TrainingState, setting: str | bool | N
     resumes at the state's rate (``load_state_dict``), while the header would show the settings'
     (review139 F2). ``train --save`` writes the two equal: a fit with ``--lr-schedule`` sets its
     base rate back when it ends, Ctrl-C or not. A state without ``lr`` (written before it was
-    recorded) is not compared.
+    recorded) is not compared, nor a setting the optimizer refuses (not finite, negative), which
+    its own refusal names.
 
     Raises:
         TorchLeanError: naming both rates.
     """
     state = training.optimizer.get("lr")
-    if state is None or not isinstance(setting, str) or float(setting) == float(state):
+    if state is None or not isinstance(setting, str):
+        return
+    rate = float(setting)
+    if not (math.isfinite(rate) and rate >= 0.0) or rate == float(state):
         return
     raise TorchLeanError(
         f"checkpoint {shown}: its training settings' --lr {setting} and its optimizer state's lr "
