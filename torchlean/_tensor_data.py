@@ -156,8 +156,11 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
             target = raw.dtype if raw.dtype == np.float64 and _float64_tensors(data) else DEFAULT_DTYPE
         elif raw.dtype in FLOAT_DTYPES:
             target = raw.dtype
-        else:
-            raise TensorError(_unsupported(raw.dtype))
+        else:  # float16, longdouble: converted on request, as torch's bfloat16 (review138 F4)
+            raise TensorError(
+                _unsupported(raw.dtype) + " (torchlean.tensor(data, dtype='float32') or "
+                "dtype='float64' converts it)"
+            )
     elif raw.dtype.kind in "iu":
         target = np.dtype(np.int64)
     else:

@@ -93,6 +93,12 @@ def test_unsupported_dtypes_are_refused() -> None:
         tl.TensorError, match=r"unsupported tensor dtype float16 \(supported: float32 \| float64"
     ):
         tl.tensor(np.ones(2, dtype=np.float16))
+    # the conversion named as for torch's bfloat16 (review138 F4), and it works
+    for data in (np.ones(2, dtype=np.float16), torch.ones(2, dtype=torch.float16), np.ones(2, np.longdouble)):
+        with pytest.raises(tl.TensorError, match=r"\(torchlean\.tensor\(data, dtype='float32'\) or "
+                                                 r"dtype='float64' converts it\)$"):
+            tl.tensor(data)
+        assert tl.tensor(data, dtype="float32").dtype == np.float32
     with pytest.raises(tl.TensorError, match="unsupported tensor dtype"):
         tl.tensor([1.0], dtype="complex64")
     with pytest.raises(tl.TensorTypeError, match=r"its element 'a' of type str is not numeric data"):
