@@ -1479,22 +1479,25 @@ class Tensor:
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: BoolLike | _Unset = _UNSET,
+        dtype: None = None,
     ) -> Tensor:
         """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
         ``t.sum(dim=(0, 1), keepdim=True)``, or numpy's ``axis=``/``keepdims=``, which torch also
         accepts. ``dim`` (or ``axis``) is None (every axis), an int or a sequence of distinct ints
         in ``[-ndim, ndim)``; the result has x's shape without the reduced axes (kept with extent 1
-        when ``keepdim``), the tensor's dtype (no ``dtype=`` argument: torchlean never promotes).
+        when ``keepdim``), the tensor's dtype (``dtype=`` only None: torchlean never promotes).
 
         Raises:
             TensorTypeError: both spellings of one argument (``dim`` and ``axis``, ``keepdim`` and
                 ``keepdims``; torch: "got an unexpected keyword argument"); a non-integer axis, a
-                non-bool ``keepdim``.
+                non-bool ``keepdim``; a ``dtype`` other than None, naming the conversion
+                (review138 F5).
             GuardError: an axis out of range or repeated, ``dim=()`` (the function's errors).
 
         Apart from the first, the messages are the function's: they name ``reduce_sum``, ``axis``
         and ``keepdims`` whichever spelling was used.
         """
+        _no_reduction_dtype("sum", dtype)
         from torchlean import functional as F
 
         axes = _one_spelling("sum", "dim", dim, "axis", axis, None)
@@ -1508,11 +1511,14 @@ class Tensor:
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: BoolLike | _Unset = _UNSET,
+        dtype: None = None,
     ) -> Tensor:
         """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as
-        :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``). The mean over an empty axis is
-        NaN, as in torch."""
+        :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``, ``dtype`` only None). The mean
+        over an empty axis is NaN, as in torch."""
         from torchlean import functional as F
+
+        _no_reduction_dtype("mean", dtype)
 
         axes = _one_spelling("mean", "dim", dim, "axis", axis, None)
         keep = _one_spelling("mean", "keepdim", keepdim, "keepdims", keepdims, _NOT_KEPT)
@@ -1952,3 +1958,18 @@ def from_torch(t: torch.Tensor, requires_grad: BoolLike = False) -> Tensor:
             fit the int64 tensor dtype ...``).
     """
     return Tensor(_torch_values(t), requires_grad=requires_grad)
+
+
+def _no_reduction_dtype(method: str, dtype: object) -> None:
+    """Refuse torch's ``t.sum(dtype=...)`` / ``t.mean(dtype=...)`` (a reduction in another dtype),
+    naming the conversion: torchlean reduces in the tensor's dtype and never promotes.
+
+    Raises:
+        TensorTypeError: ``dtype`` is not None.
+    """
+    if dtype is not None:
+        raise TensorTypeError(
+            f"Tensor.{method}(dtype={dtype!r}): torchlean reduces in the tensor's own dtype and never "
+            f"promotes (accepted: dtype=None); convert first, torchlean.tensor(t.numpy(), "
+            f"dtype='float64').{method}() (a new leaf: no gradient flows through the conversion)"
+        )

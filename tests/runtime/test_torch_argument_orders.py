@@ -770,3 +770,17 @@ def test_softmax_without_an_axis_is_refused_where_torchs_implicit_dim_is_not_the
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
             implicit = getattr(torch.nn.functional, name)(torch.tensor(low))
         np.testing.assert_allclose(fn(tl.tensor(low)).numpy(), implicit.numpy(), rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("method", ["sum", "mean"])
+def test_a_reduction_dtype_is_refused_naming_the_conversion(method: str) -> None:
+    """review138 F5: torch's ``t.sum(dtype=torch.float64)`` got Python's bare ``unexpected keyword
+    argument``; now a TensorTypeError naming the conversion, which gives torch's float64 value."""
+    x = np.array([0.1, 0.2, 0.3], dtype=np.float32)
+    t = tl.tensor(x)
+    with pytest.raises(tl.TensorTypeError, match=rf"^Tensor\.{method}\(dtype=torch\.float64\): torchlean "
+                                                 r"reduces in the tensor's own dtype and never promotes"):
+        getattr(t, method)(dtype=torch.float64)
+    converted = getattr(tl.tensor(t.numpy(), dtype="float64"), method)()
+    assert float(converted.numpy()) == float(getattr(torch.tensor(x), method)(dtype=torch.float64))
+    np.testing.assert_array_equal(getattr(t, method)(dtype=None).numpy(), getattr(t, method)().numpy())
