@@ -223,6 +223,31 @@ def count_guard_call(*args: Any, **kwargs: Any) -> None:
     GUARD_CALLS.append("called")
 
 
+def test_plan_report_notes_belong_to_one_capsule_identity_not_its_name() -> None:
+    """review141 F1: two capsules may share a name (the identity is name, op, provider, device);
+    the note of the one no handler runs printed under the other as well."""
+    runs = dataclasses.replace(_reference(BackendOp.RELU), name="my.x")
+    stranded = dataclasses.replace(_reference(BackendOp.MATMUL), name="my.x", provider=Provider.TORCHLEAN)
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mine", (runs, stranded))])
+    lines = profile.plan_report(["relu", "matmul"]).splitlines()
+    notes = [i for i, line in enumerate(lines) if line.startswith("    note: ")]
+    assert [lines[i] for i in notes] == [
+        "    note: no handler of this build implements matmul for provider torchlean on cpu, so my.x cannot "
+        "run; a session refuses it before matmul runs"
+    ]
+    assert lines[notes[0] - 5].startswith("  matmul: my.x provider=torchlean")
+    with tl.session(profile):
+        np.testing.assert_array_equal(tl.relu(tl.tensor(np.array([-1.0, 2.0]))).numpy(), [0.0, 2.0])
+
+
+def test_explain_names_an_empty_declared_list_none() -> None:
+    """review141 F4: ``(declared: )``, where a session's message says ``none``."""
+    empty = dataclasses.replace(profiles.get("checked_cpu"), name="empty_prov",
+                                availability=Availability(devices=(Device.CPU,), providers=()))
+    assert ("reference.relu (reference/cpu): availability: provider reference is not declared by the "
+            "profile (declared: none)") in empty.explain("relu")
+
+
 def test_a_capsule_claiming_another_guard_than_its_handler_runs_is_refused_before_launch() -> None:
     """A downstream capsule runs on the built-in handler of its (op, provider, device); one that
     names a guard that handler never calls would be a false record (review17 D1: the record said

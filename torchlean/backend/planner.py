@@ -282,7 +282,8 @@ class CapsuleVerdict:
 
 
 def _joined(labels: Iterable[str]) -> str:
-    return ", ".join(labels)
+    """``a, b``, or ``none`` for no labels (as a session's message says it; review141 F4)."""
+    return ", ".join(labels) or "none"
 
 
 def _availability_verdict(availability: Availability, capsule: KernelCapsule) -> Verdict | None:

@@ -336,8 +336,8 @@ class BackendProfile:
             BackendTypeError, UnknownLabelError, RegistryError, PlanningError: as :meth:`plan_ops`.
         """
         plan = self.plan_ops(ops)
-        notes = {
-            kernel.capsule.name: note
+        notes = {  # by identity: two capsules may share a name (review141 F1)
+            kernel.capsule.identity: note
             for kernel in plan.kernels
             if (note := _session_refusal(kernel.capsule, self.policy)) is not None
         }

@@ -28,7 +28,7 @@ from torchlean.backend.graph import GraphKernelPlan, GroupedKernelPlan
 from torchlean.backend.planner import CapsuleVerdict, KernelPlan
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.sealed import require_minted
-from torchlean.backend.vocabulary import BackendOp, ContractObligation
+from torchlean.backend.vocabulary import BackendOp, ContractObligation, Device, Provider
 
 __all__ = [
     "accepted_graph_lines",
@@ -188,13 +188,17 @@ def selection_line(name: str, capsule_names: Sequence[str], errors: Sequence[str
 
 
 def plan_report(
-    name: str, policy: KernelPolicy, plan: KernelPlan, notes: Mapping[str, str] | None = None
+    name: str,
+    policy: KernelPolicy,
+    plan: KernelPlan,
+    notes: Mapping[tuple[str, BackendOp, Provider, Device], str] | None = None,
 ) -> str:
     """Summary, boundary line, then 5 lines per kernel; joined by newlines, no trailing newline.
 
-    ``notes`` maps a capsule name to a note printed as ``    note: {note}`` after that kernel's lines
-    (:meth:`torchlean.backend.profiles.BackendProfile.plan_report` notes a capsule a session would
-    refuse before it runs).
+    ``notes`` maps a capsule identity (``KernelCapsule.identity``: name, op, provider, device; a
+    name alone may be two capsules') to a note printed as ``    note: {note}`` after that kernel's
+    lines (:meth:`torchlean.backend.profiles.BackendProfile.plan_report` notes a capsule a session
+    would refuse before it runs).
 
     Raises:
         BackendTypeError: ``policy`` is not a :class:`KernelPolicy` or ``plan`` not a
@@ -206,8 +210,9 @@ def plan_report(
     lines = [summary_line(name, policy), boundary_line(audit)]
     for row in audit.kernels:
         lines.extend(detailed_report_lines(row))
-        if notes is not None and row.capsule_name in notes:
-            lines.append(f"    note: {notes[row.capsule_name]}")
+        note = None if notes is None else notes.get((row.capsule_name, row.op, row.provider, row.device))
+        if note is not None:
+            lines.append(f"    note: {note}")
     return "\n".join(lines)
 
 
