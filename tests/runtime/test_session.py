@@ -1065,6 +1065,36 @@ def test_a_capsule_the_gate_refuses_is_noted_by_explain_and_plan_report_as_the_s
         assert "acceptance gate refuses" not in shipped.plan_report(["relu", "matmul", "softmax"])
 
 
+def test_an_assurance_subclass_looser_than_its_checked_label_is_refused() -> None:
+    """review141 F2: a subclass admitting trusted-external capsules or trusted-boundary evidence
+    under the label ``checked`` made every record call a run on a trusted boundary checked."""
+    from torchlean.backend.contracts import ContractEvidence
+    from torchlean.backend.fields import BackendValueError
+    from torchlean.backend.policy import AssurancePolicy
+    from torchlean.backend.vocabulary import TrustLevel
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class LaxTrust(AssurancePolicy):
+        def accepts_trust(self, level: TrustLevel) -> bool:
+            return True
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class LaxEvidence(AssurancePolicy):
+        def accepts_evidence(self, evidence: ContractEvidence) -> bool:
+            return True
+
+    base = profiles.get("libtorch_forward_cpu").policy
+    for lax, admits in ((LaxTrust(), "trusted-external capsules (accepts_trust)"),
+                        (LaxEvidence(), "trusted-boundary evidence (accepts_evidence)")):
+        with pytest.raises(BackendValueError, match=(
+            rf"^KernelPolicy\.assurance: {type(lax).__name__} is labelled checked \(allow_trusted_external="
+            rf"False\) but admits {re.escape(admits)}; a checked policy admits neither")):
+            dataclasses.replace(base, assurance=lax)
+    # the label that says so is accepted, and so is a looser subclass labelled external
+    external = dataclasses.replace(base, assurance=LaxTrust(allow_trusted_external=True))
+    assert external.assurance.label == "external"
+
+
 def test_the_session_note_names_the_cli_way_for_a_shipped_profile_only() -> None:
     from torchlean.autograd.session import _explain_cli
     from torchlean.backend.vocabulary import BackendOp

@@ -160,6 +160,30 @@ AssurancePolicy.CHECKED = AssurancePolicy(allow_trusted_external=False)
 AssurancePolicy.EXTERNAL = AssurancePolicy(allow_trusted_external=True)
 
 
+def _check_assurance_label(assurance: AssurancePolicy) -> None:
+    """Refuse an assurance policy (a subclass's) that admits a trusted-external capsule or a
+    trusted-boundary evidence while its label says ``checked``: every record, summary and audit
+    line reports the label, so a looser one would call a run on a trusted boundary checked
+    (review141 F2). A stricter subclass passes.
+
+    Raises:
+        BackendValueError: naming the policy and what it admits.
+    """
+    if assurance.allow_trusted_external:
+        return
+    admits = []
+    if assurance.accepts_trust(TrustLevel.TRUSTED_EXTERNAL):
+        admits.append("trusted-external capsules (accepts_trust)")
+    if assurance.accepts_evidence(ContractEvidence.trusted_boundary("a boundary")):
+        admits.append("trusted-boundary evidence (accepts_evidence)")
+    if admits:
+        raise BackendValueError(
+            f"KernelPolicy.assurance: {type(assurance).__name__} is labelled checked "
+            f"(allow_trusted_external=False) but admits {' and '.join(admits)}; a checked policy admits "
+            "neither: set allow_trusted_external=True, whose label external says so"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class KernelPolicy:
     """The full request a profile makes of every capsule (anchor-backend.md §1.8).
@@ -187,4 +211,5 @@ class KernelPolicy:
             except UnknownLabelError as error:
                 raise BackendValueError(f"KernelPolicy.assurance: {error}") from None
         instance_field(self, "assurance", AssurancePolicy, "or its label: checked | external")
+        _check_assurance_label(self.assurance)
         enum_field(self, "vjp_mode", VJPMode)
