@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -125,56 +126,57 @@ def test_ctrl_c_before_completion_is_still_interrupted(
     assert capsys.readouterr().err.endswith("error: interrupted\n")
 
 
-def test_console_main_ignores_sigint_after_main(monkeypatch: pytest.MonkeyPatch) -> None:
-    previous = signal.getsignal(signal.SIGINT)
-    monkeypatch.setattr(cli, "main", lambda: 3)
+@pytest.fixture
+def stopping_signals_restored() -> Iterator[None]:
+    """console_main ignores SIGINT, SIGTERM and SIGHUP after main for the interpreter's shutdown:
+    put this process's handlers back, for the tests that deliver those signals later."""
+    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {number: signal.getsignal(number) for number in numbers}
     try:
-        assert cli.console_main() == 3
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def test_console_main_ignores_sigterm_and_sighup_after_main_unless_handled(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """review139 F1: after ``main`` SIGTERM and SIGHUP are ignored where they have their default
-    action; a handler the program installed is left as it is."""
-    numbers = (signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, *numbers)}
-    monkeypatch.setattr(cli, "main", lambda: 0)
-
-    def own(number: int, frame: object) -> None:
-        return None
-
-    try:
-        for number in numbers:
-            signal.signal(number, signal.SIG_DFL)
-        assert cli.console_main() == 0
-        assert [signal.getsignal(number) for number in numbers] == [signal.SIG_IGN] * 2
-        signal.signal(signal.SIGTERM, own)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        assert cli.console_main() == 0
-        assert signal.getsignal(signal.SIGTERM) is own
-        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        yield
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
 
 
-def test_console_main_interrupted_before_main_handles_it(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_console_main_ignores_sigint_after_main(
+    monkeypatch: pytest.MonkeyPatch, stopping_signals_restored: None
 ) -> None:
-    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    assert cli.console_main() == 3
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
+
+def test_console_main_ignores_sigterm_and_sighup_after_main_unless_handled(
+    monkeypatch: pytest.MonkeyPatch, stopping_signals_restored: None
+) -> None:
+    """review139 F1: after ``main`` SIGTERM and SIGHUP are ignored where they have their default
+    action; a handler the program installed is left as it is."""
+    numbers = (signal.SIGTERM, signal.SIGHUP)
+    monkeypatch.setattr(cli, "main", lambda: 0)
+
+    def own(number: int, frame: object) -> None:
+        return None
+
+    for number in numbers:
+        signal.signal(number, signal.SIG_DFL)
+    assert cli.console_main() == 0
+    assert [signal.getsignal(number) for number in numbers] == [signal.SIG_IGN] * 2
+    signal.signal(signal.SIGTERM, own)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    assert cli.console_main() == 0
+    assert signal.getsignal(signal.SIGTERM) is own
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+
+
+def test_console_main_interrupted_before_main_handles_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stopping_signals_restored: None
+) -> None:
     def stopped() -> int:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "main", stopped)
-    try:
-        assert cli.console_main() == 130
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert cli.console_main() == 130
     assert capsys.readouterr().err == "error: interrupted\n"
 
 
