@@ -77,6 +77,7 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 from __future__ import annotations
 
 import numbers
+import os
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -269,7 +270,13 @@ def _gradient_device(gradient: object) -> str | None:
 
 
 _GRAD_LOCK = threading.Lock()
-"""Serialises :meth:`Tensor._accumulate_grad` (``.grad``'s read-add-store) across threads."""
+"""Serialises :meth:`Tensor._accumulate_grad` (``.grad``'s read-add-store) across threads. A fork
+waits for it and the child gets it free (review142 F1: a child forked while another thread
+added into a ``.grad`` hung in its first ``backward()``, the lock copied held)."""
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(
+        before=_GRAD_LOCK.acquire, after_in_parent=_GRAD_LOCK.release, after_in_child=_GRAD_LOCK.release
+    )
 
 
 class Tensor:

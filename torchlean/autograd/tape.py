@@ -35,6 +35,7 @@ reads their values.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -245,7 +246,10 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
 
 
 _WALKS = threading.Lock()
-"""Guards :attr:`Node._walks`: which backward passes run through which nodes (review77 F2)."""
+"""Guards :attr:`Node._walks`: which backward passes run through which nodes (review77 F2). A fork
+waits for it and the child gets it free (review142 F1)."""
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(before=_WALKS.acquire, after_in_parent=_WALKS.release, after_in_child=_WALKS.release)
 
 
 def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
