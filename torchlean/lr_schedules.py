@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from torchlean._checks import is_int
 from torchlean.backend.errors import TorchLeanError
@@ -51,7 +52,7 @@ def warmup_cosine(
     last step runs just above it. Use it with ``Trainer.fit(...,
     lr_schedule=optim.warmup_cosine(3e-4, 100, steps), schedule_by="step")`` (``steps`` the
     number of optimizer steps of the run, ``epochs * ceil(n / batch_size)``), or call it in a loop
-    of your own. Rates are Python floats.
+    of your own. Rates are Python floats. The function pickles and copies (to a worker process).
 
     Raises:
         ScheduleError: ``lr`` or ``min_lr`` not a finite real number >= 0, ``min_lr > lr``,
@@ -70,15 +71,24 @@ def warmup_cosine(
             f"warmup_cosine: total_steps must be an int greater than warmup_steps ({warmup}), got "
             f"{total_steps!r}"
         )
-    decay = int(total_steps) - warmup
+    return _WarmupCosine(peak, floor, warmup, int(total_steps) - warmup)
 
-    def rate(step: int) -> float:
+
+@dataclass(frozen=True, slots=True)
+class _WarmupCosine:
+    """The function :func:`warmup_cosine` returns: a module-level class, so that it pickles (to a
+    spawned worker, a process pool) as torch's schedulers do (review142 F4)."""
+
+    peak: float
+    floor: float
+    warmup: int
+    decay: int
+
+    def __call__(self, step: int) -> float:
         if not is_int(step) or int(step) < 0:
             raise ScheduleError(f"warmup_cosine: a step is an int >= 0, got {step!r}")
         t = int(step)
-        if t < warmup:
-            return peak * (t / warmup)
-        progress = min(1.0, (t - warmup) / decay)
-        return floor + (peak - floor) * (1.0 + math.cos(math.pi * progress)) / 2.0
-
-    return rate
+        if t < self.warmup:
+            return self.peak * (t / self.warmup)
+        progress = min(1.0, (t - self.warmup) / self.decay)
+        return self.floor + (self.peak - self.floor) * (1.0 + math.cos(math.pi * progress)) / 2.0

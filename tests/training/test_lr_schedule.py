@@ -334,3 +334,16 @@ def test_schedule_by_step_without_a_schedule_is_refused():
     trainer = Trainer(nn.linear(2, 1))
     with pytest.raises(TrainerError, match=r"^schedule_by='step' schedules nothing without an lr_schedule"):
         trainer.fit(np.ones((2, 2)), np.ones((2, 1)), schedule_by="step")
+
+
+def test_warmup_cosine_pickles_and_copies_to_the_same_rates() -> None:
+    """review142 F4: the schedule was a local function (``Can't pickle local object``), so a
+    ``(trainer, schedule)`` pair could not go to a spawned worker or a process pool."""
+    import copy
+    import pickle
+
+    from torchlean import optim
+
+    schedule = optim.warmup_cosine(0.1, 10, 100, min_lr=0.01)
+    for other in (pickle.loads(pickle.dumps(schedule)), copy.deepcopy(schedule), copy.copy(schedule)):
+        assert [other(t) for t in range(0, 130, 7)] == [schedule(t) for t in range(0, 130, 7)]
