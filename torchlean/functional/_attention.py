@@ -134,7 +134,9 @@ def scaled_dot_product_attention(
     key/value head ``h // (Hq / Hkv)`` (torch's ``repeat_interleave``). It runs as q reshaped to
     ``(..., Hkv, Hq/Hkv, nQ, d)`` against k, v ``(..., Hkv, 1, nK, d)`` by broadcasting, with no
     copy of k or v (the mask's head axis, of size 1 or ``Hq``, is split the same way), then the
-    result reshaped back: ``reshape`` and ``scaled_dot_product_attention`` are recorded.
+    result reshaped back: ``reshape`` and ``scaled_dot_product_attention`` are recorded. The
+    recorded attention has one axis more than q, so under ``checked_cuda`` (whose
+    ``torchlean.composed_attention`` takes rank 3 or 4) grouped q must be of rank 3.
 
     The leading batch axes of q, k and v broadcast; the mask broadcasts to the scores
     ``(..., nQ, nK)``. Returns ``(..., nQ, dv)`` in q's dtype. Any finite ``scale`` is accepted
