@@ -68,8 +68,11 @@ TABLE: list[tuple[ops.OpKind, str, tuple[int, int | None], BackendOp | None]] = 
     ),
     (ops.BatchNormTrain(1, 4), "batch_norm_train", (1, 1), BackendOp.BATCH_NORM),
     (ops.Gather(0), "gather", (2, 2), BackendOp.GATHER),
+    (ops.LinearOf(), "linear_of", (2, 3), BackendOp.LINEAR),
 ]
-EXTENSIONS = {"gelu", "log_softmax", "scale", "scaled_dot_product_attention", "batch_norm_train", "gather"}
+EXTENSIONS = {
+    "gelu", "log_softmax", "scale", "scaled_dot_product_attention", "batch_norm_train", "gather", "linear_of"
+}
 
 
 @pytest.mark.parametrize(("kind", "tag", "arity", "op"), TABLE, ids=[row[1] for row in TABLE])

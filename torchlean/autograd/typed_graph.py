@@ -54,6 +54,7 @@ from torchlean.ir.ops import (
     Input,
     LayerNorm,
     Linear,
+    LinearOf,
     LogSoftmax,
     MaxPool,
     Permute,
@@ -111,7 +112,7 @@ _EXECUTABLE = _PLAIN | {
     for kind in (
         Input, Const, Detach, Reshape, Transpose, Permute, BroadcastTo, Scale, Softmax, LogSoftmax,
         ReduceSum, ReduceMean, Sum, LayerNorm, Linear, Conv, MaxPool, AvgPool, ScaledDotProductAttention,
-        BatchNormEval, BatchNormTrain, Gather, Concat,
+        BatchNormEval, BatchNormTrain, Gather, Concat, LinearOf,
     )
 }
 
@@ -514,6 +515,8 @@ class GraphProgram:
                 mean = _param_or_fixed(mean_index, running.mean)
                 var = _param_or_fixed(var_index, running.var)
                 return [x, w, b, mean, var], {"training": False, "eps": float(running.eps)}
+            case LinearOf():  # weight and bias are parents, as F.linear(x, w, b) passes them
+                return [*parents, _NO_OPERAND][:3], {}
             case Linear():
                 if not isinstance(self.payloads.get(node.id), LinearParams):
                     raise SessionError(f"typed graph: linear node {node.id} has no weight payload")

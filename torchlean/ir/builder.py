@@ -55,6 +55,7 @@ from torchlean.ir.ops import (
     Inv,
     LayerNorm,
     Linear,
+    LinearOf,
     Log,
     LogSoftmax,
     Matmul,
@@ -428,6 +429,15 @@ class GraphBuilder:
         node = self.node(Linear(), x, out_shape=(*in_shape[:-1], int(w.shape[0])))
         self._payloads[node] = LinearParams(w, b)
         return node
+
+    def linear_of(self, x: Ref, weight: Ref, bias: Ref | None = None) -> int:
+        """A ``linear_of`` node (torchlean extension): ``linear`` with the weight ``[out, in]`` and
+        bias ``[out]`` (or none) as parents, for computed values.
+
+        Raises:
+            IRError: shapes that do not fit (the shape checker's message).
+        """
+        return self.node(LinearOf(), x, weight) if bias is None else self.node(LinearOf(), x, weight, bias)
 
     def conv(
         self, x: Ref, config: ConvConfig, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None

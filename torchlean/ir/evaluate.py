@@ -50,6 +50,7 @@ from torchlean.ir.ops import (
     Inv,
     LayerNorm,
     Linear,
+    LinearOf,
     Log,
     LogSoftmax,
     Matmul,
@@ -250,6 +251,8 @@ def _eval_node(
             return kernels.concat(*args, axis=axis)
         case Gather(axis=axis):
             return kernels.gather(args[0], args[1], axis=axis)
+        case LinearOf():
+            return kernels.linear(args[0], args[1], args[2] if len(args) > 2 else None)
         case ReduceSum(axis=axis):
             return kernels.reduce_sum(args[0], axis=axis)
         case ReduceMean(axis=axis):

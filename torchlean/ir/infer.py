@@ -38,6 +38,7 @@ from torchlean.ir.ops import (
     Inv,
     LayerNorm,
     Linear,
+    LinearOf,
     Log,
     LogSoftmax,
     Matmul,
@@ -337,9 +338,24 @@ def infer_node_shape(node: Node, parent_shapes: Sequence[Shape]) -> Shape:
             return _concat_shape(axis, shapes)
         case Gather(axis=axis):
             return _gather_shape(axis, shapes[0], shapes[1])
+        case LinearOf():
+            return _linear_of_shape(shapes)
         case ScaledDotProductAttention():
             return _attention_shape(kind, shapes[0], shapes[1], shapes[2])
     return _infer_unary(kind, shapes[0], node.out_shape)
+
+
+def _linear_of_shape(shapes: Sequence[Shape]) -> Shape:
+    """``linear``'s rule with the weight ``[out, in]`` and bias ``[out]`` as parents: x of rank >= 1
+    whose last extent is ``in``; the output is x's shape with ``out`` last."""
+    x, weight = shapes[0], shapes[1]
+    bias = shapes[2] if len(shapes) > 2 else None
+    if not x or len(weight) != 2 or weight[1] != x[-1] or (bias is not None and bias != weight[:1]):
+        raise IRError(
+            f"linear_of: weight {_r(weight)} and bias {'none' if bias is None else _r(bias)} do not fit "
+            f"input {_r(x)} (accepted: x [..., in], weight [out, in], bias [out])"
+        )
+    return (*x[:-1], weight[0])
 
 
 def _gather_shape(axis: int, x: Shape, index: Shape) -> Shape:

@@ -16,10 +16,11 @@ have exactly one parent, the activation.
 torchlean extensions (``extension = True``; not in the original's IR, which has no IR source for
 these backend ops): ``gelu``, ``log_softmax(axis)``, ``scale(factor)``,
 ``scaled_dot_product_attention(mask, causal, scale)``, ``batch_norm_train(channel_axis,
-channels)`` and ``gather(axis)``. They let GELU, the trainer's cross entropy (``log_softmax``),
-constant scaling (``Ops.scale``, in a layer of your own), attention layers, training-mode batch
-norm (batch statistics) and embedding lookups (``gather`` of table rows by an int64 index input)
-lower to the IR with the same kernels eager execution uses.
+channels)``, ``gather(axis)`` and ``linear_of``. They let GELU, the trainer's cross entropy
+(``log_softmax``), constant scaling (``Ops.scale``, in a layer of your own), attention layers,
+training-mode batch norm (batch statistics), embedding lookups (``gather`` of table rows by an
+int64 index input) and a linear layer of computed weights (``linear_of``: weight and bias as
+parents) lower to the IR with the same kernels eager execution uses.
 """
 
 from __future__ import annotations
@@ -710,6 +711,14 @@ class Matmul(OpKind, tag="matmul", arity=2, op=BackendOp.MATMUL):
 @dataclass(frozen=True, slots=True)
 class Linear(OpKind, tag="linear", arity=1, op=BackendOp.LINEAR):
     """``x W^T + b`` over the last axis, leading axes preserved; W ``[out, in]``, b in the payload."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinearOf(OpKind, tag="linear_of", arity=(2, 3), op=BackendOp.LINEAR, extension=True):
+    """torchlean extension: ``x W^T + b`` as :class:`Linear`, with W ``[out, in]`` and b ``[out]``
+    as parents (computed values: a scaled, masked or normalised weight) rather than a payload, so
+    a layer of your own that passes such a weight to ``ops.linear`` runs eager's one ``linear``
+    kernel in a typed graph too (review144 F1)."""
 
 
 @dataclass(frozen=True, slots=True)

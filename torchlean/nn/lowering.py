@@ -282,20 +282,24 @@ class GraphOps:
         return self.builder.matmul(self._ref(a), self._ref(b))
 
     def linear(self, x: Ref, weight: Ref, bias: Ref | None) -> int:
-        """One IR ``linear`` node (payload: the weight and bias, fed from the model parameters by
-        the typed-graph executor) when :attr:`fuse_linear` is set and the weight and bias are
-        model parameters; otherwise (a computed or tied weight, or no fusion) the original's
-        lowering (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
+        """With :attr:`fuse_linear` (typed-graph training), one node that runs eager's ``linear``
+        kernel: an IR ``linear`` node (payload: the weight and bias, fed from the model parameters
+        by the typed-graph executor) when the weight and bias are model parameters, else a
+        ``linear_of`` node taking them as parents (a computed weight: review144 F1, where the
+        original's lowering ran other kernels than eager). Without it, the original's lowering
+        (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
         transposed, ``matmul``, the bias broadcast and added, and a vector reshaped back."""
-        if (
-            self.fuse_linear
-            and isinstance(weight, Param)
-            and weight.key in self.param_index
-            and (bias is None or (isinstance(bias, Param) and bias.key in self.param_index))
-        ):
-            node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
-            self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
-            return node
+        if self.fuse_linear:
+            if (
+                isinstance(weight, Param)
+                and weight.key in self.param_index
+                and (bias is None or (isinstance(bias, Param) and bias.key in self.param_index))
+            ):
+                node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
+                self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
+                return node
+            computed_bias = None if bias is None else self._ref(bias)
+            return self.builder.linear_of(self._ref(x), self._ref(weight), computed_bias)
         shape = self.shape(x)
         vector = len(shape) == 1
         h: Ref = self.reshape(x, (1, shape[0])) if vector else x
