@@ -19,6 +19,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
@@ -71,14 +72,23 @@ def positive_seconds(text: str) -> float:
 
 
 def out_dir(text: str) -> Path:
-    """``--out``: a directory that exists or can be created, and can be written, checked before
-    any measurement runs (an argparse type: a bad path is a one-line usage error)."""
+    """``--out``: a directory that exists and can be written, or that can be created (its nearest
+    existing parent is a writable directory), checked before any measurement runs (an argparse
+    type: a bad path is a one-line usage error). Nothing is created here: :func:`write` makes the
+    folder, so a run refused for another option leaves none behind (review143 F7).
+    """
     path = Path(text)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-probe"
-        probe.write_text("")
-        probe.unlink()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write results to {text}: it is a file, not a folder")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"cannot write results to {text}: {existing} is a file, not a folder"
+        )
+    try:  # a probe file in that folder, removed at once (root passes os.access even on /proc)
+        tempfile.TemporaryFile(dir=existing).close()
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot write results to {text}: {exc.strerror or exc}") from None
     return path
@@ -219,6 +229,10 @@ def backend_rows(selected: Iterable[Any]) -> list[dict[str, str]]:
     return rows
 
 
+DISAGREES = 3
+"""The exit status of a script whose agreement check failed (its results off the reference's),
+after it wrote its record: ``run.py`` reports it, and its verdicts say so (review143 F2)."""
+
 NOISY_IQR = 1.5
 """A timing whose interquartile range exceeds this multiple of its median is too noisy for a
 verdict: its target says ``"reliable": false`` and its table cell ``(noisy)`` (review83 F8: a
@@ -235,12 +249,17 @@ no verdict said noisy). On one thread an unloaded run spends nearly all its wall
 def target(
     value: float, limit: float, description: str, *timings: dict[str, Any],
     cpu: Sequence[dict[str, Any]] = (),
+    wall_cpu: Sequence[tuple[dict[str, Any], dict[str, Any]]] = (),
+    agrees: bool = True,
 ) -> dict[str, Any]:
     """A target ``value <= limit``: the value, the limit, whether it was met, and whether the
     :func:`summary` ``timings`` it was computed from were steady enough to say so (each IQR at
-    most :data:`NOISY_IQR` times its median) and, where ``cpu`` gives the process-CPU summaries of
-    the same timings in the same order, unloaded (each median wall time at most
-    :data:`NOISY_WALL_CPU` times its median CPU time: ``wall_per_cpu``). ``noisy`` says why not.
+    most :data:`NOISY_IQR` times its median) and unloaded: each median wall time at most
+    :data:`NOISY_WALL_CPU` times its median CPU time (``wall_per_cpu``), for ``cpu``, the
+    process-CPU summaries of the same timings in the same order, and for ``wall_cpu``, more
+    (wall, CPU) pairs of the timed calls the value was derived from. ``noisy`` says why not.
+    ``agrees`` False (the script's agreement check found its results off the reference's) is
+    kept in the entry: :func:`verdict` says so beside met/MISSED (review143 F2).
 
     Raises:
         ValueError: ``cpu`` is given for some of the timings only.
@@ -250,13 +269,13 @@ def target(
     noisy = []
     if not all(t["iqr"] <= NOISY_IQR * t["median"] for t in timings):
         noisy.append(f"IQR > {NOISY_IQR}x median")
-    wall_per_cpu = [t["median"] / c["median"] if c["median"] > 0 else float("inf")
-                    for t, c in zip(timings, cpu, strict=False)]
+    pairs = [*zip(timings, cpu, strict=False), *wall_cpu]
+    wall_per_cpu = [t["median"] / c["median"] if c["median"] > 0 else float("inf") for t, c in pairs]
     if wall_per_cpu and max(wall_per_cpu) > NOISY_WALL_CPU:
         noisy.append(f"wall time {max(wall_per_cpu):.2f}x CPU time > {NOISY_WALL_CPU}x")
     entry = {"target": description, "value": value, "limit": limit, "met": bool(value <= limit),
-             "reliable": not noisy}
-    if cpu:
+             "reliable": not noisy, "agrees": bool(agrees)}
+    if pairs:
         entry["wall_per_cpu"] = wall_per_cpu
     if noisy:
         entry["noisy"] = noisy
@@ -277,6 +296,8 @@ def verdict(entry: dict[str, Any] | None) -> str:
     if entry is None:
         return "-"
     word = "met" if entry["met"] else "MISSED"
+    if not entry.get("agrees", True):
+        word += " (its results DISAGREE with the reference's: see the agreement check)"
     if entry.get("reliable", True):
         return word
     return f"{word} (noisy: {'; '.join(entry.get('noisy', [f'IQR > {NOISY_IQR}x median']))})"

@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         "backend": {impl.name: impl.backend() for impl in impls},
     })
     _record.write(args.out, record, markdown(record))
-    return 0
+    return 0 if check["agrees"] else _record.DISAGREES
 
 
 if __name__ == "__main__":

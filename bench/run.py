@@ -3,7 +3,7 @@
 Each script runs in its own process (a failure or a crash does not stop the others, and thread
 and allocator settings do not leak between them) with the same ``--quick``, ``--out`` and
 ``--threads``; each writes ``DIR/<name>.json`` and ``DIR/<name>.md``. The exit status is 1 when
-any script failed.
+any script failed or its agreement check disagreed with the reference.
 
 Usage: ``python3 bench/run.py [--quick] [--out DIR] [--threads N] [--only train_step,planning]``
 (``--quick`` finishes in under 5 minutes on a 2-core machine).
@@ -25,7 +25,8 @@ SCRIPTS = ("train_step", "dispatch", "planning", "attention", "reduction")
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one script ended: ``ok`` or ``failed`` (with its exit status)."""
+    """How one script ended: ``ok``, ``DISAGREES`` (its record written, its agreement check failed:
+    :data:`_record.DISAGREES`) or ``failed`` (with its exit status)."""
 
     name: str
     status: str
@@ -40,6 +41,8 @@ def run_script(name: str, flags: list[str]) -> Outcome:
     started = time.perf_counter()
     code = subprocess.run([sys.executable, str(path), *flags], check=False).returncode
     seconds = time.perf_counter() - started
+    if code == _record.DISAGREES:  # its record is written: the table shows the disagreement
+        return Outcome(name, "DISAGREES", seconds, "its agreement check failed: see its table")
     if code != 0:
         return Outcome(name, "failed", seconds, f"exit status {code}")
     return Outcome(name, "ok", seconds)
@@ -71,7 +74,7 @@ def summary(out: Path, outcomes: list[Outcome], command: str, threads: int) -> s
     ]
     for outcome in outcomes:
         table = out / f"{outcome.name}.md"
-        if outcome.status == "ok" and table.exists():
+        if outcome.status in ("ok", "DISAGREES") and table.exists():
             parts += ["", table.read_text(encoding="utf-8").rstrip()]
     return "\n".join(parts) + "\n"
 
@@ -98,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(text)
     print(f"wrote {args.out / 'summary.md'} ({time.perf_counter() - started:.0f} s)")
-    failed = [o for o in outcomes if o.status == "failed"]
+    failed = [o for o in outcomes if o.status != "ok"]
     for outcome in failed:
-        print(f"error: {outcome.name} failed ({outcome.detail})", file=sys.stderr)
+        print(f"error: {outcome.name} {outcome.status.lower()} ({outcome.detail})", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -30,9 +30,12 @@ spread or waited for a CPU: ``_record.target``), each torchlean configuration's 
 (op, capsule, provider, reduction policy) and an agreement check, so a fast wrong answer shows:
 ``loss_check`` compares every configuration's losses over its first ``CHECK_STEPS`` steps (the
 same weights and batches) with PyTorch's, as the largest relative difference, against
-``LOSS_TOLERANCE``; ``last_loss`` and its relative difference to PyTorch's are recorded too, for
-information (float32 rounding makes trajectories drift apart over many steps: checked_cpu's CNN
-about 5e-4 after 200).
+``LOSS_TOLERANCE``, and ``gradient_check`` each configuration's first gradient (one plain SGD step
+from the shared initial weights, which Adam's losses cannot show off by a constant factor) against
+``GRAD_TOLERANCE``; a configuration that disagrees has its verdict say so, and the script exits
+with ``_record.DISAGREES`` after writing its record. ``last_loss`` and its relative difference to
+PyTorch's are recorded too, for information (float32 rounding makes trajectories drift apart over
+many steps: checked_cpu's CNN about 5e-4 after 200).
 
 Usage: ``python3 bench/train_step.py [--quick] [--out DIR] [--threads N] [--models mlp,cnn]``.
 """
@@ -85,8 +88,14 @@ Batch = tuple[Array, Array]
 # the losses of each configuration's first steps (warm-up first) compared with PyTorch's
 CHECK_STEPS = 20
 # largest relative difference to PyTorch's loss the check accepts over those steps (seen: 2.3e-7
-# for the MLP, 1.3e-5 for the CNN after 60 steps); a wrong forward, gradient or update is far off
+# for the MLP, 1.3e-5 for the CNN after 60 steps); a wrong forward or update is far off
 LOSS_TOLERANCE = 1e-4
+# Adam is nearly blind to a constant factor on the gradient (a VJP off by 3x trained the same
+# losses: review143 F1), so each configuration's first gradient is checked too, as the change of
+# one plain SGD step from the shared initial weights, against PyTorch's (relative to its largest
+# entry, per parameter; float32 rounding is about 1e-7 of it)
+GRAD_CHECK_LR = 0.1
+GRAD_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +252,7 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
     baseline = baseline_wall["median"]
     baseline_cpu = _record.summary(runners[0].cpu)
     check = loss_check(runners)
+    gradients = gradient_check(model, batches[0])
     configs = []
     for runner in runners:
         wall = _record.summary(runner.wall)
@@ -257,10 +267,13 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
             "cpu_ratio_to_pytorch": cpu["median"] / baseline_cpu["median"],
             "target": None if limit is None else _record.target(
                 ratio, limit, f"{runner.label} <= {limit}x pytorch eager ({model})", wall, baseline_wall,
-                cpu=(cpu, baseline_cpu)),
+                cpu=(cpu, baseline_cpu),
+                agrees=check["per_config"][runner.label] <= LOSS_TOLERANCE
+                and gradients["per_config"][runner.label] <= GRAD_TOLERANCE),
             "settle_ms_per_step": _record.summary(runner.settle_wall) if runner.settle_wall else None,
             "first_loss": runner.first_loss,
             "loss_rel_difference": check["per_config"][runner.label],
+            "gradient_rel_difference": gradients["per_config"][runner.label],
             "last_loss": runner.last_loss,
             "last_loss_rel_difference": rel_difference(runner.last_loss, runners[0].last_loss),
             "backend": _record.backend_rows(trainers[runner.label].selected)
@@ -277,6 +290,7 @@ def bench_model(model: str, plan: Plan, batches: Sequence[Batch]) -> dict[str, A
         "order": "every configuration one turn per round, the order rotated by one each round",
         "steps_per_config": runners[0].steps_run,
         "loss_check": check,
+        "gradient_check": gradients,
         "configs": configs,
     }
 
@@ -308,6 +322,47 @@ def loss_check(runners: Sequence[Runner]) -> dict[str, Any]:
     }
 
 
+def gradient_check(model: str, batch: Batch) -> dict[str, Any]:
+    """Every configuration's first gradient against PyTorch's: one plain SGD step (rate
+    :data:`GRAD_CHECK_LR`) on ``batch`` from the shared initial weights, in fresh trainers and a
+    fresh PyTorch model, and per configuration the largest over the parameters of
+    ``max|Δw - Δw_pytorch| / max|Δw_pytorch|`` (Δw = -rate × gradient), against
+    :data:`GRAD_TOLERANCE`."""
+    layer, input_shape = layer_of(model)
+    initial = nn.build(layer, input_shape=input_shape, seed=0, dtype=np.float32).state()
+    module = torch_module(model)
+    module.load_state_dict({name: torch.from_numpy(value) for name, value in initial.items()})
+    sgd = torch.optim.SGD(module.parameters(), lr=GRAD_CHECK_LR)
+    xb, yb = batch
+    F.cross_entropy(module(torch.from_numpy(xb)), torch.from_numpy(yb)).backward()  # type: ignore[no-untyped-call]
+    sgd.step()
+    reference = {name: value.detach().numpy() - initial[name] for name, value in module.state_dict().items()}
+    per_config = {PYTORCH: 0.0}
+    for profile, execution in TORCHLEAN_CONFIGS:
+        config = RunConfig(
+            optimizer=optim.by_name("sgd", GRAD_CHECK_LR), execution=ExecutionMode.parse(execution),
+            dtype="float32",
+        ).with_profile(profiles.get(profile))
+        trainer: Trainer[Any, Any] = Trainer(
+            layer, objective=Objective.CROSS_ENTROPY, config=config, seed=0, input_shape=input_shape
+        )
+        trainer.step(xb, yb)
+        after = trainer.model.state()
+        per_config[f"{profile} {execution}"] = max(
+            float(np.abs((after[name] - initial[name]) - change).max() / np.abs(change).max())
+            for name, change in reference.items()
+        )
+    worst = max(per_config.values())
+    return {
+        "method": f"one SGD step (lr {GRAD_CHECK_LR}) from the shared initial weights on the first batch",
+        "against": PYTORCH,
+        "per_config": per_config,
+        "max_rel_difference": worst,
+        "tolerance": GRAD_TOLERANCE,
+        "agrees": bool(worst <= GRAD_TOLERANCE),
+    }
+
+
 def digits_batches(count: int) -> list[Batch]:
     """``count`` batches of 64 consecutive training samples of digits (seed 0), float32 / int64."""
     dataset = data.load("digits", seed=0, dtype="float32")
@@ -335,13 +390,16 @@ def markdown(results: list[dict[str, Any]], threads: int) -> str:
                 "-" if settle is None else f"{settle['median']:.3f}",
                 f"{ratio}x", f"{c['cpu_ratio_to_pytorch']:.2f}x",
                 "-" if target is None else f"<= {target['limit']}x {_record.verdict(target)}",
-                f"{c['loss_rel_difference']:.1e}",
+                f"{c['loss_rel_difference']:.1e}", f"{c['gradient_rel_difference']:.1e}",
             ))
-        check = result["loss_check"]
+        check, gradients = result["loss_check"], result["gradient_check"]
         notes.append(
             f"{result['model']}: every configuration's loss over its first {check['steps']} steps within "
             f"{check['max_rel_difference']:.1e} of PyTorch's (relative; tolerance {check['tolerance']:g}): "
             + ("agrees" if check["agrees"] else "DISAGREES")
+            + f"; its first gradient (one SGD step) within {gradients['max_rel_difference']:.1e} of "
+            f"PyTorch's (tolerance {gradients['tolerance']:g}): "
+            + ("agrees" if gradients["agrees"] else "DISAGREES")
             + f"; per configuration {result['steps_per_config']} steps: {result['warmup_steps']} warm-up, "
             f"{result['rounds']} rounds of {result['settle_steps']} settle steps (not counted) + "
             f"{result['blocks_per_turn']} blocks of {result['steps_per_block']}, order rotated each round."
@@ -350,7 +408,8 @@ def markdown(results: list[dict[str, Any]], threads: int) -> str:
             f"{threads} thread(s); median of blocks, IQR; after switch: the settle steps of each turn)\n\n")
     return head + _record.table(
         ("model", "config", "ms/step", "IQR", "after switch ms", "vs pytorch", "CPU time vs pytorch",
-         "target", "loss vs pytorch"), rows) + "\n\n" + "\n".join(f"- {n}" for n in notes)
+         "target", "loss vs pytorch", "gradient vs pytorch"), rows
+    ) + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         },
     })
     _record.write(args.out, record, markdown(results, args.threads))
-    return 0
+    checks = [check for r in results for check in (r["loss_check"], r["gradient_check"])]
+    return 0 if all(check["agrees"] for check in checks) else _record.DISAGREES
 
 
 if __name__ == "__main__":

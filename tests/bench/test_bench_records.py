@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -198,8 +199,10 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("name", "argv", "message"),
     [
-        ("reduction", ["--smoke", "--out", "{file}"], "argument --out: cannot write results to"),
-        ("dispatch", ["--smoke", "--out", "{file}/sub"], "argument --out: cannot write results to"),
+        ("reduction", ["--smoke", "--out", "{file}"], "results to {file}: it is a file, not a folder"),
+        ("dispatch", ["--smoke", "--out", "{file}/sub"], "/sub: {file} is a file, not a folder"),
+        # review143 F7: the folder was made before another option was refused
+        ("dispatch", ["--smoke", "--out", "{dir}/new/sub", "--threads", "0"], "--threads: expected an"),
         ("dispatch", ["--smoke", "--profile", "nosuch"], "argument --profile: unknown profile nosuch"),
         ("attention", ["--smoke", "--case-budget", "nan"], "must be a finite number of seconds > 0"),
         ("attention", ["--smoke", "--case-budget", "-1"], "must be a finite number of seconds > 0"),
@@ -241,7 +244,8 @@ def test_bad_arguments_are_one_line_usage_errors(
         module.main([arg.format(file=blocker, dir=tmp_path) for arg in argv])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message.format(file=blocker, dir=tmp_path) in err and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
 
 
 def test_flash_memory_makes_its_default_folder(
@@ -457,3 +461,59 @@ def test_a_closed_pipe_ends_a_script_quietly_with_status_141(tmp_path: Path) -> 
     )
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.stdout.strip() == "status 141"
+
+
+_TRIPLED_VJP = """
+import sys
+import torchlean.backend.providers.reference.kernels as K  # patched before any handler binds it
+original = K.log_softmax_vjp
+K.log_softmax_vjp = lambda g, x, *, out, axis=-1: tuple(
+    None if t is None else 3.0 * t for t in original(g, x, out=out, axis=axis))
+sys.path.insert(0, sys.argv[1])
+import train_step
+raise SystemExit(train_step.main(["--smoke", "--models", "mlp", "--out", sys.argv[2]]))
+"""
+
+
+def test_a_verdict_of_results_that_disagree_says_so_and_the_script_exits_disagrees(
+    bench_script: Loader, tmp_path: Path
+) -> None:
+    """review143 F2: a failed agreement check left every verdict ``met`` and exit status 0. Here a
+    reference VJP off by 3x (whose Adam losses agree: review143 F1), in a process of its own, is
+    caught by the gradient check: its configurations' verdicts say DISAGREE, the script exits
+    ``_record.DISAGREES`` after writing its record, and ``run.py`` shows its table with that
+    status."""
+    _record, run = bench_script("_record"), bench_script("run")
+    steady = _record.summary([1.0, 1.0, 1.0])
+    assert _record.verdict(_record.target(1.0, 2.0, "t", steady, agrees=False)) == (
+        "met (its results DISAGREE with the reference's: see the agreement check)"
+    )
+    done = subprocess.run([sys.executable, "-c", _TRIPLED_VJP, str(BENCH), str(tmp_path)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == _record.DISAGREES, done.stderr[-2000:]
+    record = json.loads((tmp_path / "train_step.json").read_text())
+    (result,) = record["results"]
+    assert result["loss_check"]["agrees"] is True  # Adam's losses do not show it
+    gradients = result["gradient_check"]
+    assert gradients["agrees"] is False
+    assert gradients["per_config"]["checked_cpu eager"] == pytest.approx(2.0, rel=1e-3)  # 3x - 1x
+    assert gradients["per_config"]["fast_cpu eager"] < gradients["tolerance"]  # aten's own VJP
+    verdicts = {c["config"]: c["target"] for c in result["configs"] if c["target"] is not None}
+    assert verdicts["checked_cpu eager"]["agrees"] is False and verdicts["fast_cpu eager"]["agrees"] is True
+    outcome = run.Outcome("train_step", "DISAGREES", 1.0, "its agreement check failed: see its table")
+    text = run.summary(tmp_path, [outcome], "python bench/run.py --smoke", 2)
+    assert "| train_step | DISAGREES (its agreement check failed: see its table) |" in text
+    assert "### train_step" in text
+
+
+def test_dispatch_targets_take_the_wall_cpu_rule_of_the_calls_they_come_from(bench_script: Loader) -> None:
+    """review143 F3: a dispatch run that waited for a CPU read as a clean MISSED. The overhead's
+    targets now see the wall/CPU rule of the eager call and the kernel alone it is computed from;
+    and its cells never round onto the limit (F4)."""
+    _record = bench_script("_record")
+    overhead = _record.summary([12.0, 12.0, 12.0])
+    waited, cpu = _record.summary([20.0, 20.1, 20.2]), _record.summary([10.0, 10.1, 10.2])
+    entry = _record.target(12.0, 10.0, "t", overhead, wall_cpu=[(waited, cpu), (cpu, cpu)])
+    assert entry["reliable"] is False
+    assert _record.verdict(entry) == "MISSED (noisy: wall time 1.99x CPU time > 1.25x)"
+    assert _record.shown(10.004, 10.0, 2) == "10.004"
