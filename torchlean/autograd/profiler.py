@@ -11,10 +11,10 @@ norm running-statistics update), from the call of its bound executable to its re
 linked implementation, with its guard, and the check that the executable and its accepted kernel
 are the ones the gates minted, about 2 µs a call: review143 F5), and the VJP of every tape node
 recorded inside the block when the backward pass runs it inside the same block (a block around
-``backward()`` alone times no VJP: open it around the forward too). Not timed as kernels: planning, acceptance and binding at an op's first use (with a
-provider's one-time set-up there: importing torch, a second or so, for the first aten or LibTorch
-capsule of a process), operand checks,
-the tape's gradient accumulation, the optimizer's update and everything else in Python; they are
+``backward()`` alone times no VJP: open it around the forward too). Not timed as kernels:
+planning, acceptance and binding at an op's first use (with a provider's one-time set-up there:
+importing torch, a second or so, for the first aten or LibTorch capsule of a process), operand
+checks, the tape's gradient accumulation, the optimizer's update and everything else in Python; they are
 the difference between :attr:`KernelProfile.wall_seconds` and
 :attr:`KernelProfile.kernel_seconds`. A kernel that raises is not counted.
 
