@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Never, NoReturn
@@ -769,7 +768,6 @@ class Trainer(Generic[In, Out]):
         self._model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                    dtype=self.config.numpy_dtype())
         self._session: Session | None = None
-        self._opening = threading.Lock()  # open() once, whichever thread comes first (review142 F2)
         self._random_counter = 0  # the session's, until it opens (random_counter)
         self._unstored_from: int | None = None  # the counter before a step whose update is not stored
         self._optimizer: Optimizer | None = None
@@ -839,14 +837,7 @@ class Trainer(Generic[In, Out]):
             )
         # empty here, but containers of their own: a shallow copy shared them, and then listed the
         # kernels its original ran and was refused as run itself (review132 F3)
-        state = {**self.__dict__, "_graphs": {}, "_graph_kernels": []}
-        del state["_opening"]  # a lock: the copy gets its own
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """The copy of :meth:`__getstate__`, with a lock of its own for :meth:`open`."""
-        self.__dict__.update(state)
-        self._opening = threading.Lock()
+        return {**self.__dict__, "_graphs": {}, "_graph_kernels": []}
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -858,22 +849,19 @@ class Trainer(Generic[In, Out]):
                 `cuda``` and the profile-resolution errors of :meth:`RunConfig.resolve_profile`.
             SessionError: the profile cannot execute on this machine (``torch eager session: ...``).
         """
-        with self._opening:  # two threads' first calls (a fit and a predict) open one session
-            if self._session is None:
-                profile = self.config.resolve_profile()
-                typed = self.config.execution is ExecutionMode.TYPED_GRAPH
-                if typed and self.config.device is not Device.CPU:
-                    raise TrainerError(
-                        "typed graph execution currently supports device `cpu`; requested "
-                        f"`{self.config.device.label}`"
-                    )
-                if self._optimizer is None:  # param_groups create it at construction
-                    self._optimizer = self._create_optimizer()
-                session = Session(profile, show_backend=self.config.show_backend,
-                                  seed=session_seed(self.seed))
-                session.random_counter = self._random_counter
-                self._session = session
-            return self._session
+        if self._session is None:
+            profile = self.config.resolve_profile()
+            if self.config.execution is ExecutionMode.TYPED_GRAPH and self.config.device is not Device.CPU:
+                raise TrainerError(
+                    "typed graph execution currently supports device `cpu`; requested "
+                    f"`{self.config.device.label}`"
+                )
+            if self._optimizer is None:  # param_groups create it at construction
+                self._optimizer = self._create_optimizer()
+            self._session = Session(profile, show_backend=self.config.show_backend,
+                                    seed=session_seed(self.seed))
+            self._session.random_counter = self._random_counter
+        return self._session
 
     def _open_for_training(self, caller: str) -> Session:
         """:meth:`open`, refusing a profile whose policy has VJP mode none: it records no

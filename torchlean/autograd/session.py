@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import io
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from types import TracebackType
@@ -228,7 +227,6 @@ class Session:
         self._reported: set[tuple[str, BackendOp, Provider, Device]] = set()
         self._resolved: dict[tuple[BackendOp, bool], BoundKernel] = {}
         self._random_counter = 0
-        self._lock = threading.RLock()  # _record calls report; both take it
         if show_backend:
             self._print(BANNER)
 
@@ -327,12 +325,10 @@ class Session:
         self._random_counter = int(counter)
 
     def next_random_counter(self) -> int:
-        """The counter for the next random op invocation; advances it by one (one counter per
-        draw, also for threads sharing the session)."""
-        with self._lock:
-            counter = self._random_counter
-            self._random_counter += 1
-            return counter
+        """The counter for the next random op invocation; advances it by one."""
+        counter = self._random_counter
+        self._random_counter += 1
+        return counter
 
     def effective_profile(self, grad_enabled: bool | None = None) -> BackendProfile:
         """The session profile, with policy VJP mode ``none`` when gradients are disabled."""
@@ -417,11 +413,10 @@ class Session:
 
     def _record(self, accepted: AcceptedKernel) -> None:
         identity = accepted.capsule.identity
-        with self._lock:  # threads sharing the session record (and report) a capsule once (review142 F2)
-            if any(k.capsule.identity == identity for k in self._selected):
-                return
-            self.report(accepted)  # printed first: a report that cannot be written records nothing
-            self._selected.append(accepted)
+        if any(k.capsule.identity == identity for k in self._selected):
+            return
+        self.report(accepted)  # printed first: a report that cannot be written records nothing
+        self._selected.append(accepted)
 
     def report(self, accepted: AcceptedKernel) -> None:
         """With ``show_backend``, print ``accepted``'s report lines, once per capsule: the
@@ -432,12 +427,11 @@ class Session:
             SessionError: the stream cannot be written (as the banner's).
         """
         identity = accepted.capsule.identity
-        with self._lock:
-            if not self.show_backend or identity in self._reported:
-                return
-            for line in report.detailed_report_lines(accepted.audit()):
-                self._print(line)
-            self._reported.add(identity)
+        if not self.show_backend or identity in self._reported:
+            return
+        for line in report.detailed_report_lines(accepted.audit()):
+            self._print(line)
+        self._reported.add(identity)
 
     def run(self, op: BackendOp, inputs: Sequence[Tensor | None], params: Mapping[str, Any]) -> Tensor:
         """Execute ``op`` on ``inputs`` with its accepted kernel and record the tape node."""
