@@ -269,10 +269,12 @@ def _gradient_device(gradient: object) -> str | None:
     return None
 
 
-_GRAD_LOCK = threading.Lock()
+_GRAD_LOCK = threading.RLock()
 """Serialises :meth:`Tensor._accumulate_grad` (``.grad``'s read-add-store) across threads. A fork
-waits for it and the child gets it free (review142 F1: a child forked while another thread
-added into a ``.grad`` hung in its first ``backward()``, the lock copied held)."""
+waits for it and the child gets it as the forking thread had it (review142 F1: a child forked
+while another thread added into a ``.grad`` hung in its first ``backward()``, the lock copied
+held). Re-entrant, so that a fork by the thread that holds it (a signal handler running inside
+the accumulation) takes it again rather than waiting for itself (review145 F1)."""
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(
         before=_GRAD_LOCK.acquire, after_in_parent=_GRAD_LOCK.release, after_in_child=_GRAD_LOCK.release

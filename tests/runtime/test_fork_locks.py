@@ -28,7 +28,9 @@ LOCKS = {"tensor._GRAD_LOCK": ("torchlean.tensor", "_GRAD_LOCK"),
 
 def _child(queue: multiprocessing.Queue[object], module: str, name: str) -> None:
     lock = getattr(importlib.import_module(module), name)
-    held = lock.locked()
+    held = not lock.acquire(blocking=False)  # another thread's hold, copied, would refuse
+    if not held:
+        lock.release()
     v = tl.tensor(np.ones(3), requires_grad=True)
     tl.reduce_sum(v * 3.0).backward()
     assert v.grad is not None
@@ -61,3 +63,45 @@ def test_a_child_forked_while_a_thread_holds_the_lock_gets_it_free(which: str) -
         pytest.fail(f"the forked child hung in backward() ({which} copied held)")
     assert child.exitcode == 0
     assert queue.get(timeout=5) == (False, [3.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize("which", list(LOCKS))
+def test_the_thread_holding_the_lock_may_fork(which: str) -> None:
+    """review145 F1: a fork from inside the locked region (a signal handler that runs during the
+    accumulation) waited for the lock its own thread held, for good. The child's first backward
+    runs (the child's copy, held by its only thread as the parent's was, is let go when the
+    parent's ``with`` block would have ended)."""
+    module, name = LOCKS[which]
+    lock = getattr(importlib.import_module(module), name)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    result: list[int | None] = []
+
+    def fork_inside() -> None:
+        with lock:
+            child = context.Process(target=_child_outside_the_lock, args=(queue, module, name))
+            child.start()
+            child.join(30)
+            if child.is_alive():
+                child.kill()
+                child.join()
+            result.append(child.exitcode)
+
+    forker = threading.Thread(target=fork_inside, daemon=True)
+    forker.start()
+    forker.join(60)
+    assert not forker.is_alive(), f"the fork waited for {which}, which its own thread held"
+    assert result == [0]
+    assert queue.get(timeout=5) == [3.0, 3.0, 3.0]
+    with lock:  # the parent's copy is free again
+        pass
+
+
+def _child_outside_the_lock(queue: multiprocessing.Queue[object], module: str, name: str) -> None:
+    """The child of a fork made inside ``with lock``: it leaves that block, as the forking
+    thread would, then runs a backward."""
+    getattr(importlib.import_module(module), name).release()
+    v = tl.tensor(np.ones(3), requires_grad=True)
+    tl.reduce_sum(v * 3.0).backward()
+    assert v.grad is not None
+    queue.put(v.grad.numpy().tolist())

@@ -245,9 +245,11 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
         )
 
 
-_WALKS = threading.Lock()
+_WALKS = threading.RLock()
 """Guards :attr:`Node._walks`: which backward passes run through which nodes (review77 F2). A fork
-waits for it and the child gets it free (review142 F1)."""
+waits for it, and the child gets it as the forking thread had it; re-entrant, so that the thread
+holding it may fork (from a signal handler) without waiting for itself (review142 F1, review145
+F1)."""
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(before=_WALKS.acquire, after_in_parent=_WALKS.release, after_in_child=_WALKS.release)
 
