@@ -1095,6 +1095,58 @@ def test_an_assurance_subclass_looser_than_its_checked_label_is_refused() -> Non
     assert external.assurance.label == "external"
 
 
+def test_the_checked_label_is_a_ceiling_no_assurance_subclass_lifts() -> None:
+    """review145 F3: the probe was a sample: a subclass that overrides ``label``, that admits
+    boundary evidence except the probe's, or that raises in its checks got through. ``label`` may
+    not be overridden, a raising check is a policy error, and the planner and the gate refuse
+    trusted-external capsules and trusted-boundary evidence without ``allow_trusted_external``
+    whatever the subclass answers."""
+    from torchlean.backend.audit import rejected_reports
+    from torchlean.backend.capsule import allowed_by
+    from torchlean.backend.contracts import ContractEvidence, EvidenceKind
+    from torchlean.backend.fields import BackendValueError
+    from torchlean.backend.policy import AssurancePolicy
+    from torchlean.backend.vocabulary import TrustLevel
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Relabel(AssurancePolicy):
+        @property
+        def label(self) -> str:
+            return "checked"
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Raises(AssurancePolicy):
+        def accepts_trust(self, level: TrustLevel) -> bool:
+            raise NotImplementedError("no external here")
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class DodgesTheProbe(AssurancePolicy):
+        def accepts_evidence(self, evidence: ContractEvidence) -> bool:
+            dodged = evidence.kind is EvidenceKind.TRUSTED_BOUNDARY and "a boundary" not in str(evidence.name)
+            return dodged or AssurancePolicy.accepts_evidence(self, evidence)
+
+    base = profiles.get("libtorch_forward_cpu").policy
+    with pytest.raises(BackendValueError, match=r"^KernelPolicy\.assurance: Relabel overrides label"):
+        dataclasses.replace(base, assurance=Relabel(allow_trusted_external=True))
+    with pytest.raises(BackendValueError, match=r"Raises\.accepts_trust/accepts_evidence raised "
+                                                r"NotImplementedError: no external here"):
+        dataclasses.replace(base, assurance=Raises())
+    dodging = dataclasses.replace(base, assurance=DodgesTheProbe())  # passes the probe
+    planned = profiles.get("libtorch_forward_cpu").plan_ops(["scaled_dot_product_attention"])
+    sdpa = next(k.capsule for k in planned.kernels)
+    assert sdpa.trust_level is TrustLevel.TRUSTED_EXTERNAL
+    assert not allowed_by(dodging, sdpa)
+    boundary = [r for r in report_rows(sdpa) if r.evidence.kind is EvidenceKind.TRUSTED_BOUNDARY]
+    assert boundary and rejected_reports(dodging.assurance, boundary) == tuple(boundary)
+    assert dodging.assurance.accepts_evidence(boundary[0].evidence)  # what the subclass says
+
+
+def report_rows(capsule: KernelCapsule) -> tuple[Any, ...]:
+    from torchlean.backend.audit import KernelAudit
+
+    return KernelAudit.of(capsule.op, capsule).obligation_reports()
+
+
 def test_the_session_note_names_the_cli_way_for_a_shipped_profile_only() -> None:
     from torchlean.autograd.session import _explain_cli
     from torchlean.backend.vocabulary import BackendOp

@@ -12,7 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule
-from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence, NumericalPolicy
+from torchlean.backend.contracts import (
+    ContractClaim,
+    ContractDescriptor,
+    ContractEvidence,
+    EvidenceKind,
+    NumericalPolicy,
+)
 from torchlean.backend.fields import BackendTypeError, describe, tuple_field
 from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.vocabulary import (
@@ -152,8 +158,14 @@ class KernelPlanAudit:
 def rejected_reports(
     policy: AssurancePolicy, reports: Iterable[ObligationReport]
 ) -> tuple[ObligationReport, ...]:
-    """The reports whose evidence ``policy`` does not accept."""
-    return tuple(report for report in reports if not policy.accepts_evidence(report.evidence))
+    """The reports whose evidence ``policy`` does not accept. A trusted-boundary evidence is
+    rejected without ``allow_trusted_external`` whatever a subclass's ``accepts_evidence`` says:
+    the label (``checked``) is a ceiling a subclass may only narrow (review145 F3)."""
+    return tuple(
+        report for report in reports
+        if not policy.accepts_evidence(report.evidence)
+        or (report.evidence.kind is EvidenceKind.TRUSTED_BOUNDARY and not policy.allow_trusted_external)
+    )
 
 
 def check_contracts(policy: AssurancePolicy | str, audit: KernelPlanAudit) -> ContractCheck:

@@ -244,7 +244,11 @@ def _aligned(capsule: KernelCapsule) -> bool:
 
 
 def allowed_by(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
-    """Trust filter on the capsule's *label* (its evidence is not looked at here)."""
+    """Trust filter on the capsule's *label* (its evidence is not looked at here). The policy's
+    label is a ceiling: a trusted-external capsule needs ``allow_trusted_external`` whatever an
+    assurance subclass's ``accepts_trust`` says (a subclass may only narrow; review145 F3)."""
+    if capsule.trust_level is TrustLevel.TRUSTED_EXTERNAL and not policy.assurance.allow_trusted_external:
+        return False
     return policy.assurance.accepts_trust(capsule.trust_level)
 
 

@@ -169,13 +169,27 @@ def _check_assurance_label(assurance: AssurancePolicy) -> None:
     Raises:
         BackendValueError: naming the policy and what it admits.
     """
+    kind = type(assurance).__name__
+    if type(assurance).label is not AssurancePolicy.label:
+        raise BackendValueError(
+            f"KernelPolicy.assurance: {kind} overrides label, which every record reports; the label "
+            "is allow_trusted_external's (checked | external) and a subclass may only narrow what it "
+            "admits (review145 F3)"
+        )
     if assurance.allow_trusted_external:
         return
     admits = []
-    if assurance.accepts_trust(TrustLevel.TRUSTED_EXTERNAL):
-        admits.append("trusted-external capsules (accepts_trust)")
-    if assurance.accepts_evidence(ContractEvidence.trusted_boundary("a boundary")):
-        admits.append("trusted-boundary evidence (accepts_evidence)")
+    try:
+        if assurance.accepts_trust(TrustLevel.TRUSTED_EXTERNAL):
+            admits.append("trusted-external capsules (accepts_trust)")
+        if assurance.accepts_evidence(ContractEvidence.trusted_boundary("a boundary")):
+            admits.append("trusted-boundary evidence (accepts_evidence)")
+    except Exception as error:  # a subclass's own check failed: name it, as a policy error
+        raise BackendValueError(
+            f"KernelPolicy.assurance: {kind}.accepts_trust/accepts_evidence raised "
+            f"{type(error).__name__}: {error} when asked about a trusted-external capsule or a "
+            "trusted-boundary evidence (a checked policy answers False)"
+        ) from error
     if admits:
         raise BackendValueError(
             f"KernelPolicy.assurance: {type(assurance).__name__} is labelled checked "
