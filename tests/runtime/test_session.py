@@ -26,6 +26,7 @@ from torchlean.backend.availability import Availability
 from torchlean.backend.capsule import KernelCapsule, first_claim_difference
 from torchlean.backend.contracts import ContractClaim, NativeSymbolRef, trusted, vjp_unavailable
 from torchlean.backend.errors import SessionError, SessionTypeError, UnknownLabelError
+from torchlean.backend.fields import BackendTypeError
 from torchlean.backend.planner import PlannedKernel
 from torchlean.backend.policy import KernelPolicy
 from torchlean.backend.profiles import BackendProfile
@@ -238,6 +239,9 @@ def test_plan_report_notes_belong_to_one_capsule_identity_not_its_name() -> None
     assert lines[notes[0] - 5].startswith("  matmul: my.x provider=torchlean")
     with tl.session(profile):
         np.testing.assert_array_equal(tl.relu(tl.tensor(np.array([-1.0, 2.0]))).numpy(), [0.0, 2.0])
+    plan = profile.plan_ops(["relu"])
+    with pytest.raises(BackendTypeError, match=r"notes are keyed by capsule identity .* got the key 'my\.x'"):
+        report.plan_report("mine", profile.policy, plan, notes={"my.x": "dropped before"})  # review145 F4
 
 
 def test_explain_names_an_empty_declared_list_none() -> None:

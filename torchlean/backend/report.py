@@ -202,10 +202,17 @@ def plan_report(
 
     Raises:
         BackendTypeError: ``policy`` is not a :class:`KernelPolicy` or ``plan`` not a
-            :class:`KernelPlan`.
+            :class:`KernelPlan`; a ``notes`` key that is not a capsule identity (a name, as before
+            the identities: review145 F4).
     """
     _require(policy, KernelPolicy, "plan_report", _POLICY)
     _require(plan, KernelPlan, "plan_report", "a KernelPlan as plan (what profile.plan_ops(ops) returns)")
+    for key in notes or {}:
+        if not (isinstance(key, tuple) and len(key) == 4):
+            raise BackendTypeError(
+                f"plan_report: notes are keyed by capsule identity (KernelCapsule.identity: name, op, "
+                f"provider, device), got the key {key!r}"
+            )
     audit = plan.audit()
     lines = [summary_line(name, policy), boundary_line(audit)]
     for row in audit.kernels:
