@@ -1488,25 +1488,26 @@ class Tensor:
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: BoolLike | _Unset = _UNSET,
-        dtype: None = None,
+        dtype: DTypeLike | None = None,
     ) -> Tensor:
         """``functional.reduce_sum``, as ``torch.Tensor.sum``: ``t.sum()``, ``t.sum(1)``,
         ``t.sum(dim=(0, 1), keepdim=True)``, or numpy's ``axis=``/``keepdims=``, which torch also
         accepts. ``dim`` (or ``axis``) is None (every axis), an int or a sequence of distinct ints
         in ``[-ndim, ndim)``; the result has x's shape without the reduced axes (kept with extent 1
-        when ``keepdim``), the tensor's dtype (``dtype=`` only None: torchlean never promotes).
+        when ``keepdim``), the tensor's dtype (``dtype=`` only None or that dtype: torchlean never
+        promotes).
 
         Raises:
             TensorTypeError: both spellings of one argument (``dim`` and ``axis``, ``keepdim`` and
                 ``keepdims``; torch: "got an unexpected keyword argument"); a non-integer axis, a
-                non-bool ``keepdim``; a ``dtype`` other than None, naming the conversion
+                non-bool ``keepdim``; a ``dtype`` other than the tensor's, naming the conversion
                 (review138 F5).
             GuardError: an axis out of range or repeated, ``dim=()`` (the function's errors).
 
         Apart from the first, the messages are the function's: they name ``reduce_sum``, ``axis``
         and ``keepdims`` whichever spelling was used.
         """
-        _no_reduction_dtype("sum", dtype)
+        _no_reduction_dtype(self, "sum", dtype)
         from torchlean import functional as F
 
         axes = _one_spelling("sum", "dim", dim, "axis", axis, None)
@@ -1520,14 +1521,14 @@ class Tensor:
         *,
         dim: IntLike | Sequence[IntLike] | _Unset | None = _UNSET,
         keepdim: BoolLike | _Unset = _UNSET,
-        dtype: None = None,
+        dtype: DTypeLike | None = None,
     ) -> Tensor:
         """``functional.reduce_mean``, as ``torch.Tensor.mean``; arguments, shapes and errors as
-        :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``, ``dtype`` only None). The mean
+        :meth:`sum` (``dim``/``axis``, ``keepdim``/``keepdims``, ``dtype`` None or the tensor's). The mean
         over an empty axis is NaN, as in torch."""
         from torchlean import functional as F
 
-        _no_reduction_dtype("mean", dtype)
+        _no_reduction_dtype(self, "mean", dtype)
 
         axes = _one_spelling("mean", "dim", dim, "axis", axis, None)
         keep = _one_spelling("mean", "keepdim", keepdim, "keepdims", keepdims, _NOT_KEPT)
@@ -1969,16 +1970,28 @@ def from_torch(t: torch.Tensor, requires_grad: BoolLike = False) -> Tensor:
     return Tensor(_torch_values(t), requires_grad=requires_grad)
 
 
-def _no_reduction_dtype(method: str, dtype: object) -> None:
-    """Refuse torch's ``t.sum(dtype=...)`` / ``t.mean(dtype=...)`` (a reduction in another dtype),
+def _no_reduction_dtype(t: Tensor, method: str, dtype: object) -> None:
+    """Refuse torch's ``t.sum(dtype=...)`` / ``t.mean(dtype=...)`` for a dtype other than the
+    tensor's own (None, or the tensor's dtype in any spelling, passes: a no-op in torch too),
     naming the conversion: torchlean reduces in the tensor's dtype and never promotes.
 
     Raises:
-        TensorTypeError: ``dtype`` is not None.
+        TensorTypeError: another ``dtype``.
     """
-    if dtype is not None:
-        raise TensorTypeError(
-            f"Tensor.{method}(dtype={dtype!r}): torchlean reduces in the tensor's own dtype and never "
-            f"promotes (accepted: dtype=None); convert first, torchlean.tensor(t.numpy(), "
-            f"dtype='float64').{method}() (a new leaf: no gradient flows through the conversion)"
-        )
+    if dtype is None:
+        return
+    try:
+        target: object = resolve_dtype(dtype)
+    except TensorError:
+        target = dtype
+    if target == t.dtype:
+        return
+    convert = (
+        f"; convert first, torchlean.tensor(t.numpy(), dtype='{target.name}').{method}() (a new leaf: no "
+        "gradient flows through the conversion)"
+        if isinstance(target, np.dtype) and target.kind == "f" else ""
+    )
+    raise TensorTypeError(
+        f"Tensor.{method}(dtype={dtype!r}): torchlean reduces in the tensor's own dtype ({t.dtype}) and "
+        f"never promotes (accepted: dtype=None or {t.dtype}){convert}"
+    )

@@ -779,8 +779,14 @@ def test_a_reduction_dtype_is_refused_naming_the_conversion(method: str) -> None
     x = np.array([0.1, 0.2, 0.3], dtype=np.float32)
     t = tl.tensor(x)
     with pytest.raises(tl.TensorTypeError, match=rf"^Tensor\.{method}\(dtype=torch\.float64\): torchlean "
-                                                 r"reduces in the tensor's own dtype and never promotes"):
+                                                 r"reduces in the tensor's own dtype \(float32\) and never "
+                                                 rf"promotes .*dtype='float64'\)\.{method}\(\)"):
         getattr(t, method)(dtype=torch.float64)
+    # the tensor's own dtype, in any spelling, is torch's no-op (review145 F5)
+    for own in (torch.float32, np.float32, "float32"):
+        np.testing.assert_array_equal(getattr(t, method)(dtype=own).numpy(), getattr(t, method)().numpy())
+    with pytest.raises(tl.TensorTypeError, match=r"\(accepted: dtype=None or float32\)$"):
+        getattr(t, method)(dtype=torch.int64)  # no conversion named: an int64 sum is refused too
     converted = getattr(tl.tensor(t.numpy(), dtype="float64"), method)()
     assert float(converted.numpy()) == float(getattr(torch.tensor(x), method)(dtype=torch.float64))
     np.testing.assert_array_equal(getattr(t, method)(dtype=None).numpy(), getattr(t, method)().numpy())
