@@ -341,7 +341,8 @@ def _torch_values(t: torch.Tensor) -> Array:
         )
     arr = _from_torch_array(t)
     if arr.dtype.kind not in "biu" and arr.dtype not in FLOAT_DTYPES:  # float16, complex
-        raise TensorError(_unsupported(t.dtype))
+        hint = " (torchlean.tensor(t, dtype='float32') converts it)" if arr.dtype.kind == "f" else ""
+        raise TensorError(_unsupported(t.dtype) + hint)  # as bfloat16's (review145 F7)
     return arr
 
 
