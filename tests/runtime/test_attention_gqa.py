@@ -82,3 +82,11 @@ def test_grouped_query_attention_refusals_name_the_shapes() -> None:
     # without the keyword, grouped shapes do not broadcast (as in torch)
     with pytest.raises(GuardError, match="not broadcastable"):
         tl.scaled_dot_product_attention(t(q), t(k), t(v))
+
+
+def test_no_heads_at_all_gives_torchs_empty_result() -> None:
+    """review145 F6: ``Hq == Hkv == 0`` was refused; torch returns an empty ``(B, 0, nQ, dv)``."""
+    q, k, v = np.ones((B, 0, NQ, D)), np.ones((B, 0, NK, D)), np.ones((B, 0, NK, DV))
+    expected = TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), enable_gqa=True)
+    got = tl.scaled_dot_product_attention(tl.tensor(q), tl.tensor(k), tl.tensor(v), enable_gqa=True)
+    assert got.shape == tuple(expected.shape) == (B, 0, NQ, DV)

@@ -204,14 +204,15 @@ def scaled_dot_product_attention(
         return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
     q, k, v, mask_t, heads = _grouped(fn, q, k, v, mask_t)
     out = run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
-    return reshape(out, (*out.shape[:-4], heads, *out.shape[-2:]))
+    return out if heads is None else reshape(out, (*out.shape[:-4], heads, *out.shape[-2:]))
 
 
 def _grouped(
     fn: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor | None, int]:
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None, int | None]:
     """q, k, v (and the mask) of grouped-query attention with the head axis -3 split into
-    ``(Hkv, group)`` for q and ``(Hkv, 1)`` for k and v, and ``Hq``.
+    ``(Hkv, group)`` for q and ``(Hkv, 1)`` for k and v, and ``Hq``; with no head at all (``Hq ==
+    Hkv == 0``, which torch takes: an empty result) the operands as they are and None.
 
     Raises:
         GuardError: as :func:`scaled_dot_product_attention` with ``enable_gqa=True``.
@@ -223,6 +224,8 @@ def _grouped(
             + ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         )
     heads, kv_heads = shapes["q"][-3], shapes["k"][-3]
+    if heads == kv_heads == shapes["v"][-3] == 0:  # review145 F6
+        return q, k, v, mask, None
     if shapes["v"][-3] != kv_heads or kv_heads == 0 or heads % kv_heads != 0:
         raise GuardError(
             f"{fn}: enable_gqa=True needs k and v with the same number of heads (axis -3), a "
