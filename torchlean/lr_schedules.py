@@ -84,6 +84,11 @@ class _WarmupCosine:
     warmup: int
     decay: int
 
+    def __repr__(self) -> str:
+        """The call that made it (review145 F8)."""
+        return (f"warmup_cosine(lr={self.peak!r}, warmup_steps={self.warmup}, "
+                f"total_steps={self.warmup + self.decay}, min_lr={self.floor!r})")
+
     def __call__(self, step: int) -> float:
         if not is_int(step) or int(step) < 0:
             raise ScheduleError(f"warmup_cosine: a step is an int >= 0, got {step!r}")

@@ -764,12 +764,15 @@ def test_softmax_without_an_axis_is_refused_where_torchs_implicit_dim_is_not_the
                 rf".*F\.{name}\(x\) without dim would take dim={torch_dim} here")
     with pytest.raises(tl.TensorTypeError, match=expected):
         fn(tl.tensor(x))
+    with pytest.raises(tl.TensorTypeError, match=expected):  # torch's explicit dim=None (review145 F11)
+        fn(tl.tensor(x), dim=None)
     np.testing.assert_allclose(fn(tl.tensor(x), dim=torch_dim).numpy(),
                                getattr(torch, name)(torch.tensor(x), dim=torch_dim).numpy(), rtol=1e-13)
     for low in (x.reshape(-1)[:5], x.reshape(-1)[:6].reshape(2, 3), np.array(0.3)):
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
             implicit = getattr(torch.nn.functional, name)(torch.tensor(low))
         np.testing.assert_allclose(fn(tl.tensor(low)).numpy(), implicit.numpy(), rtol=1e-13, atol=0)
+        np.testing.assert_array_equal(fn(tl.tensor(low), dim=None).numpy(), fn(tl.tensor(low)).numpy())
 
 
 @pytest.mark.parametrize("method", ["sum", "mean"])

@@ -11,7 +11,10 @@ import torch
 
 import torchlean as tl
 
-NOTE = "(torch.no_grad() is open here: it switches torch's recording, not torchlean's)"
+NOTE = (
+    "(torch's grad mode is off here, as under torch.no_grad(): it switches torch's recording, not "
+    "torchlean's)"
+)
 
 
 def _leaf() -> tl.Tensor:

@@ -347,3 +347,4 @@ def test_warmup_cosine_pickles_and_copies_to_the_same_rates() -> None:
     schedule = optim.warmup_cosine(0.1, 10, 100, min_lr=0.01)
     for other in (pickle.loads(pickle.dumps(schedule)), copy.deepcopy(schedule), copy.copy(schedule)):
         assert [other(t) for t in range(0, 130, 7)] == [schedule(t) for t in range(0, 130, 7)]
+    assert repr(schedule) == "warmup_cosine(lr=0.1, warmup_steps=10, total_steps=100, min_lr=0.01)"

@@ -45,7 +45,10 @@ def torch_no_grad_note() -> str:
     is_enabled = getattr(torch, "is_grad_enabled", None)
     if is_enabled is None or is_enabled():
         return ""
-    return " (torch.no_grad() is open here: it switches torch's recording, not torchlean's)"
+    return (
+        " (torch's grad mode is off here, as under torch.no_grad(): it switches torch's recording, "
+        "not torchlean's)"
+    )
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -336,6 +336,7 @@ def console_main() -> int:
     line printed a ``KeyboardInterrupt`` traceback from an ``atexit`` handler or killed the
     process by the signal (review128 F3), and SIGTERM and SIGHUP too where they have their
     default action (review139 F1: one after ``saved:`` ended a complete run with status 143).
+    Called in a process that goes on (a test), it leaves those three signals ignored there too.
     Its exit status is ``main``'s; a Ctrl-C that stops ``main`` before its own handler is set up
     is ``error: interrupted``, exit status 130."""
     from torchlean.cli import _completion

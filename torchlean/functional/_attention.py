@@ -58,6 +58,8 @@ def _softmax_axis(fn: str, x: Tensor, axis: IntLike | _Unset, dim: IntLike | _Un
     Raises:
         TensorTypeError: both spellings; neither, for an ``x`` of rank 3 or more.
     """
+    if (axis is None and isinstance(dim, _Unset)) or (dim is None and isinstance(axis, _Unset)):
+        axis, dim = _UNSET, _UNSET  # torch's F.softmax(x, dim=None): the implicit choice (review145 F11)
     if isinstance(axis, _Unset) and isinstance(dim, _Unset):
         rank = len(_require_tensor(fn, "x", x).shape)
         if rank >= 3:

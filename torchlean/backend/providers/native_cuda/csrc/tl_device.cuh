@@ -87,7 +87,12 @@ inline int max_dynamic_smem_optin(int device) {
 template <class Kernel>
 inline void allow_dynamic_smem(Kernel kernel, int bytes, int device) {
   if (bytes <= 48 * 1024) return;
-  const int limit = max_dynamic_smem_optin(device);
+  // dynamic plus the kernel's static __shared__ must fit the opt-in limit (ours have no static
+  // shared memory today; a kernel that gains some keeps a valid cap: review145 F10)
+  cudaFuncAttributes attributes{};
+  const cudaError_t query = cudaFuncGetAttributes(&attributes, kernel);
+  if (query != cudaSuccess) fail_call("cannot read a kernel's attributes: ", query);
+  const int limit = max_dynamic_smem_optin(device) - static_cast<int>(attributes.sharedSizeBytes);
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
   if (err != cudaSuccess) {
