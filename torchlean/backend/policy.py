@@ -164,10 +164,13 @@ def _check_assurance_label(assurance: AssurancePolicy) -> None:
     """Refuse an assurance policy (a subclass's) that admits a trusted-external capsule or a
     trusted-boundary evidence while its label says ``checked``: every record, summary and audit
     line reports the label, so a looser one would call a run on a trusted boundary checked
-    (review141 F2). A stricter subclass passes.
+    (review141 F2). A stricter subclass passes. The probe is a sample; the planner
+    (:func:`~torchlean.backend.capsule.allowed_by`) and the gate
+    (:func:`~torchlean.backend.audit.rejected_reports`) hold the label as a ceiling exactly.
 
     Raises:
-        BackendValueError: naming the policy and what it admits.
+        BackendValueError: naming the policy and what it admits; a subclass that overrides
+            ``label``; one whose ``accepts_trust``/``accepts_evidence`` raises on the probe.
     """
     kind = type(assurance).__name__
     if type(assurance).label is not AssurancePolicy.label:
@@ -192,7 +195,7 @@ def _check_assurance_label(assurance: AssurancePolicy) -> None:
         ) from error
     if admits:
         raise BackendValueError(
-            f"KernelPolicy.assurance: {type(assurance).__name__} is labelled checked "
+            f"KernelPolicy.assurance: {kind} is labelled checked "
             f"(allow_trusted_external=False) but admits {' and '.join(admits)}; a checked policy admits "
             "neither: set allow_trusted_external=True, whose label external says so"
         )
