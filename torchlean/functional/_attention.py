@@ -169,7 +169,8 @@ def scaled_dot_product_attention(
         TensorTypeError: an operand that is not a Tensor (the operand rule: ``input 0 must be a
             torchlean Tensor``; with ``is_causal=True``, ``q`` or ``k`` named); a ``scale`` that is
             not a real number; both ``mask`` and ``attn_mask``; a ``dropout_p`` other than 0; an
-            ``is_causal`` that is not a bool, or True with a mask.
+            ``is_causal`` that is not a bool, or True with a mask; an ``enable_gqa`` that is not
+            a bool.
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
         GuardError: with ``enable_gqa=True``, an operand of rank below 3, k and v with different
             head counts, ``Hq`` not a multiple of ``Hkv``, or a mask whose head axis is neither 1
