@@ -1186,8 +1186,9 @@ class Trainer(Generic[In, Out]):
 
     def _graph(self, batch_shape: tuple[int, ...], *, with_loss: bool) -> _GraphStep:
         """The accepted program for ``batch_shape`` (with the loss when training). The last
-        ``GRAPH_CACHE_SIZE`` programs used are kept: each holds a lowered copy of the weights, so a
-        serving loop predicting on many batch lengths would otherwise grow without bound."""
+        ``GRAPH_CACHE_SIZE`` programs used are kept: each holds its schedule and bound kernels (no
+        copy of the weights since review144 F2), so a serving loop predicting on many batch
+        lengths would otherwise grow without bound."""
         key = (batch_shape, with_loss)
         step = self._graphs.pop(key, None)
         if step is not None:

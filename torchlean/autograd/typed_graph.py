@@ -199,7 +199,8 @@ class GraphProgram:
     Args:
         graph: the canonical IR graph; it is shape-checked here (``check_shapes``), so each node's
             declared shape is the one its kernel produces.
-        payloads: const values and layer parameters by node id.
+        payloads: const values and layer parameters by node id (:attr:`payloads` keeps those of
+            the nodes not fed from the model's parameters once the schedule is built).
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
         param_nodes: ``const`` node id → index of the model parameter it holds.
         payload_params: payload node id → (weight index, bias index) of its parameters.
@@ -274,6 +275,11 @@ class GraphProgram:
         self._backward_slots: tuple[int, ...] = tuple(
             step.node_id for step in reversed(self.steps) if step.kind is StepKind.KERNEL
         )
+        # the steps hold every array they run with; the payloads of nodes fed from the model's
+        # parameters are copies of the weights that no run reads (review144 F2: a trainer's
+        # cached programs each held one), so only the others are kept
+        fed = self.param_nodes.keys() | self.payload_params.keys() | self.statistic_params.keys()
+        self.payloads = {node: payload for node, payload in payloads.items() if node not in fed}
 
     def run_and_backward(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
         """Execute the schedule up to node ``output`` (a scalar loss), then backpropagate from it
