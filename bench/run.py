@@ -34,8 +34,12 @@ class Outcome:
     detail: str = ""
 
 
-def run_script(name: str, flags: list[str]) -> Outcome:
-    """Run ``bench/<name>.py`` with ``flags`` in a fresh interpreter, output streamed through."""
+def run_script(name: str, flags: list[str], out: Path) -> Outcome:
+    """Run ``bench/<name>.py`` with ``flags`` in a fresh interpreter, output streamed through,
+    after removing its record of an earlier run from ``out``, so that a script that fails leaves
+    no older record beside the new summary (review143 F8)."""
+    for suffix in (".json", ".md"):
+        (out / f"{name}{suffix}").unlink(missing_ok=True)
     path = BENCH / f"{name}.py"
     print(f"== {name}: {' '.join([path.name, *flags])}", flush=True)
     started = time.perf_counter()
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     flags += ["--quick"] if args.quick else []
     flags += ["--smoke"] if args.smoke else []
     started = time.perf_counter()
-    outcomes = [run_script(name, flags) for name in names]
+    outcomes = [run_script(name, flags, args.out) for name in names]
     command = " ".join(["python bench/run.py", *(argv if argv is not None else sys.argv[1:])])
     text = summary(args.out, outcomes, command, args.threads)
     args.out.mkdir(parents=True, exist_ok=True)

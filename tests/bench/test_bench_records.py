@@ -517,3 +517,18 @@ def test_dispatch_targets_take_the_wall_cpu_rule_of_the_calls_they_come_from(ben
     assert entry["reliable"] is False
     assert _record.verdict(entry) == "MISSED (noisy: wall time 1.99x CPU time > 1.25x)"
     assert _record.shown(10.004, 10.0, 2) == "10.004"
+
+
+def test_run_removes_a_scripts_earlier_record_before_running_it(
+    bench_script: Loader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review143 F8: a script that failed left its previous record in the folder, beside a summary
+    that said it failed."""
+    run = bench_script("run")
+    for suffix in (".json", ".md"):
+        (tmp_path / f"reduction{suffix}").write_text("an older run's record")
+    failing = subprocess.CompletedProcess(args=[], returncode=1)
+    monkeypatch.setattr(run.subprocess, "run", lambda *args, **kwargs: failing)
+    outcome = run.run_script("reduction", ["--smoke"], tmp_path)
+    assert (outcome.status, outcome.detail) == ("failed", "exit status 1")
+    assert not (tmp_path / "reduction.json").exists() and not (tmp_path / "reduction.md").exists()
