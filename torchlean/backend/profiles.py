@@ -21,8 +21,9 @@ All use VJP mode ``torchlean-tape``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from torchlean.backend import report
@@ -187,16 +188,19 @@ class BackendProfile:
         """
         requested = requested_ops(ops)
         validate_modules(self.capsule_modules)
-        try:
+        with self._missing_explained():
             return plan_ops_available(self.policy, self.availability, self.registry(), requested)
-        except PlanningError as error:
-            self._explain_missing(error)
-            raise
 
-    def _explain_missing(self, error: PlanningError) -> None:
-        """Add each missing op's :meth:`explain` to ``error`` as a note."""
-        for op in error.missing_ops:
-            error.add_note(self.explain(op))
+    @contextlib.contextmanager
+    def _missing_explained(self) -> Iterator[None]:
+        """A :class:`PlanningError` raised inside gets each missing op's :meth:`explain` as a
+        note, and goes on."""
+        try:
+            yield
+        except PlanningError as error:
+            for op in error.missing_ops:
+                error.add_note(self.explain(op))
+            raise
 
     def explain_verdicts(self, op: BackendOp | str) -> tuple[CapsuleVerdict, ...]:
         """One verdict per capsule registered for ``op`` (a member or its label) in the whole catalog.
@@ -356,12 +360,8 @@ class BackendProfile:
         """
         check_graph(graph)
         validate_modules(self.capsule_modules)
-        with collector_paused():
-            try:
-                return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
-            except PlanningError as error:
-                self._explain_missing(error)
-                raise
+        with collector_paused(), self._missing_explained():
+            return checked_plan_graph(self.policy, self.availability, self.registry(), graph)
 
     def accept_graph(self, graph: GraphLike) -> GraphKernelPlanResult:
         """Plan ``graph`` and run the gate on its groups under this profile's policy.
