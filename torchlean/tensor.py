@@ -77,7 +77,6 @@ torch refuses "a gradient of size ... to a tensor of size ..."); flags (``requir
 from __future__ import annotations
 
 import numbers
-import os
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -93,6 +92,7 @@ import numpy.typing as npt
 # from here (functional, autograd.dispatch, nn.model, cli, optim, tests).
 from torchlean import _tensor_shapes, _tensor_writes
 from torchlean._checks import CUDA_DEVICE, FLOAT_DTYPES, is_builtin_or_numpy_int, shown
+from torchlean._fork_locks import renew_in_forked_children
 from torchlean._tensor_args import (
     _UNSET,
     _is_dtype_spelling,
@@ -271,14 +271,12 @@ def _gradient_device(gradient: object) -> str | None:
 
 _GRAD_LOCK = threading.RLock()
 """Serialises :meth:`Tensor._accumulate_grad` (``.grad``'s read-add-store) across threads. A fork
-waits for it and the child gets it as the forking thread had it (review142 F1: a child forked
-while another thread added into a ``.grad`` hung in its first ``backward()``, the lock copied
-held). Re-entrant, so that a fork by the thread that holds it (a signal handler running inside
-the accumulation) takes it again rather than waiting for itself (review145 F1)."""
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(
-        before=_GRAD_LOCK.acquire, after_in_parent=_GRAD_LOCK.release, after_in_child=_GRAD_LOCK.release
-    )
+waits for it and the child gets a new, free one (:mod:`torchlean._fork_locks`; review142 F1: a
+child forked while another thread added into a ``.grad`` hung in its first ``backward()``, the
+lock copied held; review146 F1). Re-entrant, so that a fork by the thread that holds it (a signal
+handler running inside the accumulation) takes it again rather than waiting for itself (review145
+F1)."""
+renew_in_forked_children(__name__, "_GRAD_LOCK")
 
 
 class Tensor:

@@ -1,6 +1,6 @@
 """review142 F1: a process forked while another thread holds one of the tape's locks (a ``.grad``
 being added into, a backward pass registering its walk) got the lock copied held and hung in its
-first ``backward()``. The fork now waits for each lock, and the child gets it free.
+first ``backward()``. The fork now waits for each lock, and the child gets a new, free one.
 
 The other thread holds the lock for a fixed time (as an add into a large ``.grad`` does, numpy
 having released the GIL); the fork starts while it is held; the child must finish a backward."""
@@ -26,15 +26,27 @@ LOCKS = {"tensor._GRAD_LOCK": ("torchlean.tensor", "_GRAD_LOCK"),
          "tape._WALKS": ("torchlean.autograd.tape", "_WALKS")}
 
 
-def _child(queue: multiprocessing.Queue[object], module: str, name: str) -> None:
-    lock = getattr(importlib.import_module(module), name)
-    held = not lock.acquire(blocking=False)  # another thread's hold, copied, would refuse
-    if not held:
-        lock.release()
-    v = tl.tensor(np.ones(3), requires_grad=True)
-    tl.reduce_sum(v * 3.0).backward()
-    assert v.grad is not None
-    queue.put((held, v.grad.numpy().tolist()))
+def _backward_on_two_threads() -> list[object]:
+    """A backward on this (the child's only) thread, then one on a new thread: a lock the child
+    got held would let the first through (re-entrant, same owner) and keep the second waiting."""
+    results: list[object] = []
+
+    def backward() -> None:
+        v = tl.tensor(np.ones(3), requires_grad=True)
+        tl.reduce_sum(v * 3.0).backward()
+        assert v.grad is not None
+        results.append(v.grad.numpy().tolist())
+
+    backward()
+    worker = threading.Thread(target=backward, daemon=True)
+    worker.start()
+    worker.join(10)
+    results.append("worker hung" if worker.is_alive() else "worker done")
+    return results
+
+
+def _child(queue: multiprocessing.Queue[object]) -> None:
+    queue.put(_backward_on_two_threads())
 
 
 @pytest.mark.parametrize("which", list(LOCKS))
@@ -53,7 +65,7 @@ def test_a_child_forked_while_a_thread_holds_the_lock_gets_it_free(which: str) -
     assert taken.wait(10)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    child = context.Process(target=_child, args=(queue, module, name))
+    child = context.Process(target=_child, args=(queue,))
     child.start()  # waits for the lock: the child is forked with it free
     child.join(30)
     holder.join()
@@ -62,15 +74,16 @@ def test_a_child_forked_while_a_thread_holds_the_lock_gets_it_free(which: str) -
         child.join()
         pytest.fail(f"the forked child hung in backward() ({which} copied held)")
     assert child.exitcode == 0
-    assert queue.get(timeout=5) == (False, [3.0, 3.0, 3.0])
+    assert queue.get(timeout=5) == [[3.0, 3.0, 3.0], [3.0, 3.0, 3.0], "worker done"]
 
 
 @pytest.mark.parametrize("which", list(LOCKS))
 def test_the_thread_holding_the_lock_may_fork(which: str) -> None:
     """review145 F1: a fork from inside the locked region (a signal handler that runs during the
-    accumulation) waited for the lock its own thread held, for good. The child's first backward
-    runs (the child's copy, held by its only thread as the parent's was, is let go when the
-    parent's ``with`` block would have ended)."""
+    accumulation) waited for the lock its own thread held, for good. The child never leaves the
+    parent's ``with`` block (a ``multiprocessing`` child runs its target and exits where it was
+    forked); its copy of the lock would stay held by its main thread, and another thread of the
+    child would wait for it for ever (review146 F1): the child gets a new, free lock."""
     module, name = LOCKS[which]
     lock = getattr(importlib.import_module(module), name)
     context = multiprocessing.get_context("fork")
@@ -79,7 +92,7 @@ def test_the_thread_holding_the_lock_may_fork(which: str) -> None:
 
     def fork_inside() -> None:
         with lock:
-            child = context.Process(target=_child_outside_the_lock, args=(queue, module, name))
+            child = context.Process(target=_child, args=(queue,))
             child.start()
             child.join(30)
             if child.is_alive():
@@ -92,16 +105,6 @@ def test_the_thread_holding_the_lock_may_fork(which: str) -> None:
     forker.join(60)
     assert not forker.is_alive(), f"the fork waited for {which}, which its own thread held"
     assert result == [0]
-    assert queue.get(timeout=5) == [3.0, 3.0, 3.0]
+    assert queue.get(timeout=5) == [[3.0, 3.0, 3.0], [3.0, 3.0, 3.0], "worker done"]
     with lock:  # the parent's copy is free again
         pass
-
-
-def _child_outside_the_lock(queue: multiprocessing.Queue[object], module: str, name: str) -> None:
-    """The child of a fork made inside ``with lock``: it leaves that block, as the forking
-    thread would, then runs a backward."""
-    getattr(importlib.import_module(module), name).release()
-    v = tl.tensor(np.ones(3), requires_grad=True)
-    tl.reduce_sum(v * 3.0).backward()
-    assert v.grad is not None
-    queue.put(v.grad.numpy().tolist())

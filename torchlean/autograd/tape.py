@@ -35,13 +35,13 @@ reads their values.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from torchlean._fork_locks import renew_in_forked_children
 from torchlean.autograd.storage import Storage, device_of, numpy_dtype
 from torchlean.autograd.storage import add as add_storage
 from torchlean.backend.errors import TorchLeanError
@@ -247,11 +247,10 @@ def _check_contribution(node: Node, parent: Tensor, contribution: Array) -> None
 
 _WALKS = threading.RLock()
 """Guards :attr:`Node._walks`: which backward passes run through which nodes (review77 F2). A fork
-waits for it, and the child gets it as the forking thread had it; re-entrant, so that the thread
-holding it may fork (from a signal handler) without waiting for itself (review142 F1, review145
-F1)."""
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(before=_WALKS.acquire, after_in_parent=_WALKS.release, after_in_child=_WALKS.release)
+waits for it, and the child gets a new, free one (:mod:`torchlean._fork_locks`); re-entrant, so
+that the thread holding it may fork (from a signal handler) without waiting for itself (review142
+F1, review145 F1, review146 F1)."""
+renew_in_forked_children(__name__, "_WALKS")
 
 
 def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
