@@ -1651,18 +1651,19 @@ class Tensor:
 
         Raises:
             GuardError: ``dim`` out of range (torch: ``IndexError``), never wrapped.
-            TensorTypeError: ``dim`` is not an integer (a bool, a float: as torch refuses them).
+            TensorTypeError: ``dim`` is not an integer (a bool, a float, None: as torch refuses
+                them).
         """
         from torchlean import functional as F
 
-        return F.softmax(self, dim)
+        return F.softmax(self, _required_dim("softmax", dim))
 
     def log_softmax(self, dim: IntLike) -> Tensor:
         """``functional.log_softmax(t, axis=dim)`` (``torch.Tensor.log_softmax``); records
         ``log_softmax``; ``dim`` and errors as :meth:`softmax`."""
         from torchlean import functional as F
 
-        return F.log_softmax(self, dim)
+        return F.log_softmax(self, _required_dim("log_softmax", dim))
 
     def logsumexp(self, dim: IntLike | Sequence[IntLike] | None, keepdim: BoolLike = False) -> Tensor:
         """``functional.logsumexp(t, dim, keepdims=keepdim)`` (``torch.Tensor.logsumexp``: ``dim``
@@ -1978,18 +1979,34 @@ def _no_reduction_dtype(t: Tensor, method: str, dtype: object) -> None:
     """
     if dtype is None:
         return
+    unresolved = ""
     try:
-        target: object = resolve_dtype(dtype)
-    except TensorError:
-        target = dtype
-    if target == t.dtype:
+        target: np.dtype[Any] | None = resolve_dtype(dtype)
+    except TensorError as error:  # never equal: numpy's == would read "float" as float64 (review146 F4)
+        target, unresolved = None, f" ({error})"
+    if target is not None and target == t.dtype:  # np.dtype(None) is float64: never compare None
         return
     convert = (
         f"; convert first, torchlean.tensor(t.numpy(), dtype='{target.name}').{method}() (a new leaf: no "
         "gradient flows through the conversion)"
-        if isinstance(target, np.dtype) and target.kind == "f" else ""
+        if target is not None and target.kind == "f" else ""
     )
+    accepted = f"dtype=None or {t.dtype}" if t.dtype.kind == "f" else "dtype=None, on a float tensor"
     raise TensorTypeError(
-        f"Tensor.{method}(dtype={dtype!r}): torchlean reduces in the tensor's own dtype ({t.dtype}) and "
-        f"never promotes (accepted: dtype=None or {t.dtype}){convert}"
+        f"Tensor.{method}(dtype={dtype!r}){unresolved}: torchlean reduces in the tensor's own dtype "
+        f"({t.dtype}) and never promotes (accepted: {accepted}){convert}"
     )
+
+
+def _required_dim(method: str, dim: IntLike) -> IntLike:
+    """``dim`` for ``Tensor.softmax``/``log_softmax``, where torch requires it (review146 F3).
+
+    Raises:
+        TensorTypeError: ``dim`` is None.
+    """
+    if dim is None:
+        raise TensorTypeError(
+            f"Tensor.{method}: dim must be an integer; got None (torch.Tensor.{method} requires it; "
+            "dim=-1 for the last axis)"
+        )
+    return dim

@@ -793,3 +793,39 @@ def test_a_reduction_dtype_is_refused_naming_the_conversion(method: str) -> None
     converted = getattr(tl.tensor(t.numpy(), dtype="float64"), method)()
     assert float(converted.numpy()) == float(getattr(torch.tensor(x), method)(dtype=torch.float64))
     np.testing.assert_array_equal(getattr(t, method)(dtype=None).numpy(), getattr(t, method)().numpy())
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_axis_none_is_refused_and_the_methods_require_dim(name: str) -> None:
+    """review146 F3: ``axis=None`` (numpy's and scipy's softmax over every entry) gave the last
+    axis's softmax silently, and ``Tensor.softmax(None)`` ran where torch refuses it. torch's
+    ``dim=None`` stays its implicit choice (the last axis for rank 2)."""
+    x = np.array([[0.0, 1.0, 2.0], [3.0, 2.5, 2.7]])
+    fn = getattr(tl, name)
+    for call in (lambda: fn(tl.tensor(x), axis=None), lambda: fn(tl.tensor(x), None)):
+        with pytest.raises(tl.TensorTypeError, match=rf"^{name}: axis must be an integer; got None \(not a "
+                                                     rf"{name} over every entry.*reshape\(-1\)"):
+            call()
+    with pytest.raises(tl.TensorTypeError, match=rf"^Tensor\.{name}: dim must be an integer; got None"):
+        getattr(tl.tensor(x), name)(None)
+    with pytest.raises(TypeError, match="must be int, not NoneType"):
+        getattr(torch.tensor(x), name)(None)  # the behaviour mirrored
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        implicit = getattr(torch.nn.functional, name)(torch.tensor(x), dim=None)
+    np.testing.assert_allclose(fn(tl.tensor(x), dim=None).numpy(), implicit.numpy(), rtol=1e-13, atol=0)
+
+
+def test_a_reduction_dtype_numpy_would_read_loosely_is_refused() -> None:
+    """review146 F4: an unresolvable spelling fell back to numpy's ``==``, so ``dtype="float"``
+    (refused elsewhere as ambiguous: torch reads float32) passed on a float64 tensor as float64,
+    and ``None`` compared equal to float64 (``np.dtype(None)``). An integer tensor's refusal no
+    longer offers its own dtype, whose sum is refused anyway."""
+    t = tl.tensor(np.array([0.5, 0.25]))
+    for spelling in ("float", "nonsense", object):
+        with pytest.raises(tl.TensorTypeError, match=r"^Tensor\.sum\(dtype=.*\) \(unsupported tensor dtype"):
+            t.sum(dtype=spelling)
+    for own in ("float64", "double", np.float64, torch.float64, None):
+        assert float(t.sum(dtype=own).numpy()) == 0.75
+    accepted = r"\(accepted: dtype=None, on a float tensor\); convert first"
+    with pytest.raises(tl.TensorTypeError, match=accepted):
+        tl.tensor(np.array([1, 2])).mean(dtype="float64")

@@ -29,8 +29,10 @@ def softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _Unset
 
     Raises:
         GuardError: ``axis`` out of range for x's rank (never wrapped); an int64 or bool ``x``.
-        TensorTypeError: a non-integer ``axis``; both ``axis`` and ``dim``; neither, for an ``x``
-            of rank 3 or more (``softmax: give the axis for a rank-4 input ...``).
+        TensorTypeError: a non-integer ``axis`` (``None`` too: numpy's "every entry" is not
+            meant; torch's ``dim=None`` is the implicit choice above); both ``axis`` and ``dim``;
+            neither, for an ``x`` of rank 3 or more (``softmax: give the axis for a rank-4 input
+            ...``).
     """
     chosen = _softmax_axis("softmax", x, axis, dim)
     return run_op(BackendOp.SOFTMAX, (x,), {"axis": _int("softmax", "axis", chosen)})
@@ -51,15 +53,22 @@ def log_softmax(x: Tensor, axis: IntLike | _Unset = _UNSET, *, dim: IntLike | _U
 
 
 def _softmax_axis(fn: str, x: Tensor, axis: IntLike | _Unset, dim: IntLike | _Unset) -> IntLike:
-    """The axis of ``fn`` (``softmax``, ``log_softmax``): the one given, else -1 where that is the
+    """The axis of ``fn`` (``softmax``, ``log_softmax``): the one given (``dim=None`` gives none),
+    else -1 where that is the
     axis torch's ``F.softmax(x)`` picks without ``dim`` (rank 0 to 2; torch's
     ``_get_softmax_dim``: dim 0 for rank 0, 1 and 3, dim 1 otherwise).
 
     Raises:
-        TensorTypeError: both spellings; neither, for an ``x`` of rank 3 or more.
+        TensorTypeError: ``axis=None``; both spellings; neither, for an ``x`` of rank 3 or more.
     """
-    if (axis is None and isinstance(dim, _Unset)) or (dim is None and isinstance(axis, _Unset)):
-        axis, dim = _UNSET, _UNSET  # torch's F.softmax(x, dim=None): the implicit choice (review145 F11)
+    if axis is None:  # review146 F3: numpy/scipy read axis=None as one softmax over every entry
+        raise TensorTypeError(
+            f"{fn}: axis must be an integer; got None (not a {fn} over every entry, as numpy and "
+            f"scipy read axis=None: reshape(-1) first for that; torch's dim=None is its implicit "
+            "axis choice)"
+        )
+    if dim is None and isinstance(axis, _Unset):
+        dim = _UNSET  # torch's F.softmax(x, dim=None): the implicit choice (review145 F11)
     if isinstance(axis, _Unset) and isinstance(dim, _Unset):
         rank = len(_require_tensor(fn, "x", x).shape)
         if rank >= 3:
