@@ -20,7 +20,9 @@ not recorded), ``environment`` (:func:`torchlean.provenance.environment`'s block
 ``null``), ``data_sha256`` (when the
 training settings do not hold it), ``capsules_order`` and ``capsules`` (the capsules that computed
 the run, one :func:`torchlean.backend.report.audit_to_json` row each, and the word of their order,
-:attr:`Checkpoint.capsules`; absent: not recorded)), ``feature_mean`` and
+:attr:`Checkpoint.capsules`; absent: not recorded), ``earlier_capsules`` (after ``--resume``,
+each earlier segment's capsule-table digest and capsules, :attr:`Checkpoint.earlier_capsules`;
+absent: one segment, or not recorded)), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:
@@ -95,6 +97,10 @@ SUPPORTED_VERSIONS = (1, 2)
 CAPSULE_KEYS = ("op", "capsule", "provider", "device", "trust", "vjp", "reduction", "contracts")
 """The keys of each row of :attr:`Checkpoint.capsules`, in their order: those of
 :func:`torchlean.backend.report.audit_to_json`'s rows."""
+
+EARLIER_CAPSULE_KEYS = ("capsule_table_sha256", "capsules")
+"""The keys of each entry of :attr:`Checkpoint.earlier_capsules`, in their order: one segment of a
+resumed run before the last, its capsule table's digest and its capsules."""
 
 CAPSULE_LABELS: Mapping[str, type[LabelledEnum]] = MappingProxyType({
     "op": BackendOp, "provider": Provider, "device": Device, "trust": TrustLevel, "vjp": VJPMode,
@@ -382,8 +388,8 @@ class Checkpoint:
     ``capsules`` (the kernel capsules that computed the run: the accepted kernels the segment of
     the run that wrote the file selected, :attr:`Trainer.selected
     <torchlean.trainer.Trainer.selected>`, for ``torchlean train --save`` those of its training,
-    validation and test passes, after ``--resume`` the resumed segment's only (an earlier
-    segment's list is in its own checkpoint and ``--report-json``), one row each as
+    validation and test passes, after ``--resume`` the resumed segment's only (the earlier
+    segments' are ``earlier_capsules``), one row each as
     :func:`torchlean.backend.report.audit_to_json` writes it, the ``capsules`` of ``train
     --report-json``: a non-empty list of mappings with exactly the keys :data:`CAPSULE_KEYS`, the
     labels ``op``, ``provider``, ``device``, ``trust``, ``vjp`` and ``reduction`` labels of their
@@ -399,6 +405,15 @@ class Checkpoint:
     ``capsules_order`` (the order of ``capsules``: the word of
     :data:`torchlean.trainer.RECORD_ORDERS` for ``execution``, ``first-use`` or ``graph-plan``;
     given with ``capsules`` and only with them, ``None`` without);
+    ``earlier_capsules`` (after ``torchlean train --resume``: the capsules of each segment of the
+    run before the last, in order, which computed the weights too (review147 F1: resuming into the
+    file resumed from kept only the last segment's), one read-only mapping per segment with exactly
+    the keys :data:`EARLIER_CAPSULE_KEYS`: ``capsule_table_sha256`` (that segment's
+    ``environment``'s digest, 64 lowercase hex digits, or ``None``: unknown) and ``capsules``
+    (that segment's ``capsules``, checked as that field, in the same order, or ``None``: not
+    recorded); as many as :meth:`thread_counts` has segments before the last, so ``None`` for a run
+    of one segment; or ``None``: not recorded (a run never resumed, a file written before
+    torchlean recorded them, or built in Python without them); version 1 holds only ``None``);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -464,6 +479,7 @@ class Checkpoint:
     data_sha256: str | None = None
     capsules: Sequence[Mapping[str, Any]] | None = None  # stored as a tuple
     capsules_order: str | None = None
+    earlier_capsules: Sequence[Mapping[str, Any]] | None = None  # stored as a tuple
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled and deep-copied as its fields, checked again when rebuilt (review77 F6)."""
@@ -503,6 +519,7 @@ class Checkpoint:
         self._check_provenance()
         self._check_split_agrees()
         self._check_capsules()
+        self._check_earlier_capsules()
         for name in ("feature_mean", "feature_scale"):
             object.__setattr__(self, name, _statistic(getattr(self, name), name, self.features))
         if not bool(np.all(self.feature_scale > 0)):
@@ -576,6 +593,50 @@ class Checkpoint:
             )
         device = profiles.get(self.profile).policy.device.label
         object.__setattr__(self, "capsules", _capsule_rows(rows, self.profile, device))
+
+    def _check_earlier_capsules(self) -> None:
+        """Check (and store read-only) ``earlier_capsules``; see the class docstring."""
+        earlier = self.earlier_capsules
+        if earlier is None:
+            return
+        if self.version == 1:
+            raise CheckpointError("a version 1 checkpoint has no earlier_capsules (version 2 does), got them")
+        before = len(self.thread_counts()) - 1
+        if not isinstance(earlier, list | tuple) or not earlier or len(earlier) != before:
+            expected = (
+                f"a list of {before} (one per segment before the last: torch_threads_segments "
+                f"has {before + 1})"
+                if before else "None (torch_threads_segments records one segment)"
+            )
+            raise CheckpointError(
+                f"earlier_capsules must be {expected}, each a mapping with the keys "
+                f"{', '.join(EARLIER_CAPSULE_KEYS)}; got {_value_shown(earlier)}"
+            )
+        device = profiles.get(self.profile).policy.device.label
+        checked = []
+        for index, segment in enumerate(earlier):
+            try:
+                entry = _keyed(segment, "", EARLIER_CAPSULE_KEYS)
+            except _RowFault as fault:
+                raise CheckpointError(f"earlier_capsules[{index}] {fault}") from None
+            digest, rows = entry["capsule_table_sha256"], entry["capsules"]
+            if digest is not None and not is_sha256(digest):
+                raise CheckpointError(
+                    f"earlier_capsules[{index}] capsule_table_sha256 must be 64 lowercase hex digits "
+                    f"(that segment's environment's) or None, got {_value_shown(digest)}"
+                )
+            if rows is not None:
+                try:
+                    rows = _capsule_rows(rows, self.profile, device)
+                except CheckpointError as error:
+                    raise CheckpointError(f"earlier_capsules[{index}] {error}") from None
+            checked.append(MappingProxyType({"capsule_table_sha256": digest, "capsules": rows}))
+        object.__setattr__(self, "earlier_capsules", tuple(checked))
+
+    def earlier_capsules_json(self) -> list[dict[str, Any]] | None:
+        """:attr:`earlier_capsules` as JSON-ready data (plain dicts and lists, a new copy); ``None``
+        when not recorded."""
+        return None if self.earlier_capsules is None else _json_ready(self.earlier_capsules)
 
     def capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`capsules` as JSON-ready data, as :func:`torchlean.backend.report.audit_to_json`
@@ -1296,6 +1357,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
         if checkpoint.capsules is not None:  # absent: not recorded
             metadata["capsules_order"] = checkpoint.capsules_order
             metadata["capsules"] = checkpoint.capsules_json()
+        if checkpoint.earlier_capsules is not None:  # absent: one segment (or not recorded)
+            metadata["earlier_capsules"] = checkpoint.earlier_capsules_json()
     training = checkpoint.training
     if training is not None:
         metadata["training"] = {
@@ -1348,11 +1411,12 @@ _V1_FIELDS = (
 _METADATA_FIELDS = {
     1: _V1_FIELDS,
     2: (*_V1_FIELDS, "dropout", "test_fraction", "split_seed", "torch_threads", "torch_threads_segments",
-        "environment", "data_sha256", "capsules_order", "capsules", "training"),
+        "environment", "data_sha256", "capsules_order", "capsules", "earlier_capsules", "training"),
 }
 # A version 2 file may lack ``training`` (no training state), ``test_fraction`` (written before
 # ``torchlean train --test-fraction``, whose split used data.TEST_FRACTION) and ``split_seed``,
-# ``torch_threads``, ``environment``, ``capsules_order`` and ``capsules`` (written before they were
+# ``torch_threads``, ``environment``, ``capsules_order``, ``capsules`` and ``earlier_capsules``
+# (absent too for a run never resumed) (written before they were
 # recorded: the split's seed was ``seed``, the others are unknown).
 _TRAINING_FIELDS = ("epochs_done", "epochs", "random_counter", "settings", "validation", "last_weights")
 _TRAINING_FLAGS = ("validation", "last_weights")
@@ -1788,6 +1852,7 @@ def _from_arrays(meta: dict[str, Any], arrays: dict[str, Array]) -> Checkpoint:
         data_sha256=_optional_field(meta, "data_sha256", str),
         capsules=_optional_field(meta, "capsules", list),
         capsules_order=_optional_field(meta, "capsules_order", str),
+        earlier_capsules=_optional_field(meta, "earlier_capsules", list),
     )
 
 

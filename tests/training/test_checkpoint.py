@@ -488,7 +488,7 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
          r"unknown.npz: unexpected metadata fields: 'seeds' \(version 2 writes: format, version, model, "
          r"hidden, features, outputs, dtype, task, classes, dataset, label_column, feature_names, profile, "
          r"execution, seed, dropout, test_fraction, split_seed, torch_threads, torch_threads_segments, "
-         r"environment, data_sha256, capsules_order, capsules, training\)$"),
+         r"environment, data_sha256, capsules_order, capsules, earlier_capsules, training\)$"),
         (rewrite(good, tmp_path / "v1train.npz", metadata=metadata(good, version=1)),
          r"v1train.npz: unexpected metadata fields: 'dropout', 'test_fraction', 'split_seed', \.\.\., "
          r"'training' \(8 in all; version 1 "
@@ -512,11 +512,13 @@ def bad_files(tmp_path: Path, good: Path) -> list[tuple[Path, str]]:
 def test_save_writes_exactly_the_metadata_fields_load_accepts(iris_checkpoint):
     with np.load(iris_checkpoint, allow_pickle=False) as archive:
         written = list(json.loads(str(archive["metadata"])))
-    # training included; torch_threads_segments only after --resume (test_thread_segments_review64.py);
-    # data_sha256 only without the training settings that hold it (test_audit_records.py)
+    # training included; torch_threads_segments and earlier_capsules only after --resume
+    # (test_thread_segments_review64.py, test_earlier_capsules.py); data_sha256 only without the
+    # training settings that hold it (test_audit_records.py)
     fields = checkpoint._METADATA_FIELDS[checkpoint.FORMAT_VERSION]
-    assert {"torch_threads_segments", "data_sha256"} <= set(fields)
-    assert written == [name for name in fields if name not in ("torch_threads_segments", "data_sha256")]
+    resumed_only = ("torch_threads_segments", "earlier_capsules", "data_sha256")
+    assert set(resumed_only) <= set(fields)
+    assert written == [name for name in fields if name not in resumed_only]
 
 
 def test_load_names_the_file_and_the_fault(tmp_path, iris_checkpoint, capsys):

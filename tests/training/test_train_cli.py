@@ -140,8 +140,10 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "seconds",
         "capsules_order",
         "capsules",
+        "earlier_capsules",
         "preference_notes",
     }
+    assert record["earlier_capsules"] is None  # a run never resumed
     assert record["preference_notes"] == []  # checked_cpu prefers no provider
     assert (record["dataset"], record["model"], record["profile"], record["execution"]) == (
         "iris",

@@ -98,7 +98,7 @@ def whole(capsys, tmp_path_factory, oracles):
 RUN_DEPENDENT = {
     "seconds", "losses", "grad_norms", "resumed_from", "epochs_before", "checkpoint", "interrupted",
     "environment", "checkpoint_sha256",  # the command line and time, and so the file's bytes
-    "torch_threads_segments",  # a resumed run's only (checked below)
+    "torch_threads_segments", "earlier_capsules",  # a resumed run's only (checked below)
 }
 """The record's fields that differ between a resumed run and the uninterrupted one by design."""
 
@@ -128,6 +128,13 @@ def assert_resumed_equals_whole(whole: Run, resumed: Run, epochs_before: int) ->
     assert r["losses"] == w["losses"][epochs_before:] and r["losses"]
     assert w["torch_threads_segments"] is None and len(r["torch_threads_segments"]) >= 2
     assert all(count == w["torch_threads"] for count in r["torch_threads_segments"])
+    # review147 F1: each earlier segment ran under this capsule table, on capsules the whole run ran
+    assert w["earlier_capsules"] is None
+    assert len(r["earlier_capsules"]) == len(r["torch_threads_segments"]) - 1
+    for segment in r["earlier_capsules"]:
+        assert segment["capsule_table_sha256"] == w["environment"]["capsule_table_sha256"]
+        assert segment["capsules"] and all(row in w["capsules"] for row in segment["capsules"])
+    assert metadata(resumed.saved)["earlier_capsules"] == r["earlier_capsules"]
     assert {k: v for k, v in r.items() if k not in RUN_DEPENDENT} == {
         k: v for k, v in w.items() if k not in RUN_DEPENDENT
     }

@@ -1299,6 +1299,20 @@ def training_state(
     )
 
 
+def earlier_capsules(resumed: Resumed | None) -> list[dict[str, Any]] | None:
+    """The ``earlier_capsules`` of the checkpoint and record a resumed run writes (review147 F1):
+    those the resumed checkpoint holds (each segment unknown where it holds none, as in a file
+    written before torchlean recorded them), then its own segment's capsule-table digest and
+    capsules; None without ``--resume``."""
+    if resumed is None:
+        return None
+    saved = resumed.saved
+    unknown = {"capsule_table_sha256": None, "capsules": None}
+    before = saved.earlier_capsules_json() or [dict(unknown) for _ in saved.thread_counts()[1:]]
+    digest = None if saved.environment is None else saved.environment["capsule_table_sha256"]
+    return [*before, {"capsule_table_sha256": digest, "capsules": saved.capsules_json()}]
+
+
 def record(resumed: Resumed | None, stop: Stop) -> dict[str, Any]:
     """The JSON record's fields of this module: ``resumed_from`` (the checkpoint's path) and
     ``epochs_before`` when resumed, ``interrupted: true`` when Ctrl-C stopped the run."""

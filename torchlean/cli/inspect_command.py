@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,7 @@ def facts(
         "capsule_table_matches": table,
         "capsules_order": saved.capsules_order,
         "capsules": saved.capsules_json(),
+        "earlier_capsules": saved.earlier_capsules_json(),
         **_capsules_compared(saved),
         "torchlean_source_matches": source,
         "weights_sha256": provenance.weights_sha256(saved.weights),
@@ -179,23 +181,45 @@ _LABELS = ("provider", "device", "trust", "vjp", "reduction")
 torchlean's capsule table for the profile."""
 
 
+def _recorded_rows(saved: checkpoint.Checkpoint) -> list[Mapping[str, Any]]:
+    """The checkpoint's recorded capsule rows: the last segment's (:attr:`Checkpoint.capsules
+    <torchlean.checkpoint.Checkpoint.capsules>`), then those of each earlier segment of a resumed
+    run (:attr:`~torchlean.checkpoint.Checkpoint.earlier_capsules`) not already listed with the same
+    labels."""
+    rows: list[Mapping[str, Any]] = list(saved.capsules or ())
+    seen = {_identity(row) for row in rows}
+    for segment in saved.earlier_capsules or ():
+        for row in segment["capsules"] or ():
+            if _identity(row) not in seen:
+                seen.add(_identity(row))
+                rows.append(row)
+    return rows
+
+
+def _identity(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A recorded capsule row's op, capsule name and labels."""
+    return (row["op"], row["capsule"], *(row[key] for key in _LABELS))
+
+
 def _capsules_compared(saved: checkpoint.Checkpoint) -> dict[str, Any]:
-    """Whether each of the checkpoint's recorded capsules (:attr:`Checkpoint.capsules
-    <torchlean.checkpoint.Checkpoint.capsules>`) is in this torchlean's capsule table for its
+    """Whether each of the checkpoint's recorded capsules (:func:`_recorded_rows`: the last
+    segment's, then an earlier segment's not among them) is in this torchlean's capsule table for its
     profile (:func:`torchlean.provenance.capsule_table`: the capsules the profile can select),
     matched by op and capsule name, with the same :data:`_LABELS`: ``capsules_match`` (None when
     none are recorded) and ``capsules_differences``, one ``{"op", "capsule", "now"}`` per
     recorded capsule that differs, in the recorded order, ``now`` the differing labels as this
     torchlean's table has them (``{"trust": "trusted-external"}``) or None when the table holds no
     such capsule (None when none are recorded, ``[]`` when they match)."""
-    if saved.capsules is None:
+    rows = _recorded_rows(saved)
+    if not rows:
         return {"capsules_match": None, "capsules_differences": None}
     table = {(row["op"], row["capsule"]): row for row in provenance.capsule_table(saved.profile)["capsules"]}
     differences: list[dict[str, Any]] = []
-    for row in saved.capsules:
+    for row in rows:
         current = table.get((row["op"], row["capsule"]))
         now = None if current is None else {key: current[key] for key in _LABELS if current[key] != row[key]}
-        if now is None or now:
+        if (now is None or now) and all((d["op"], d["capsule"]) != (row["op"], row["capsule"])
+                                         for d in differences):
             differences.append({"op": row["op"], "capsule": row["capsule"], "now": now})
     return {"capsules_match": not differences, "capsules_differences": differences}
 
@@ -204,17 +228,16 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
     """The ``capsules:`` line (the count and the order), one line per recorded capsule in the
     style of the run's audit lines (:func:`torchlean.backend.report.audit_line`: ``  op: capsule
     provider=... trust=... vjp=... reduction=...``, the capsule's name shown as other texts), and
-    the ``capsules_match:`` line."""
+    the earlier segments' lines of a resumed run (:func:`_earlier_lines`), and the
+    ``capsules_match:`` line."""
     rows = record["capsules"]
-    if rows is None:
-        return ["capsules: unknown (written before torchlean recorded them, or built in Python without them)",
-                "capsules_match: unknown (no capsules recorded)"]
-    lines = [f"capsules: {len(rows)} ({record['capsules_order']} order)"]
-    lines.extend(
-        f"  {row['op']}: {_text(row['capsule'])} provider={row['provider']} trust={row['trust']} "
-        f"vjp={row['vjp']} reduction={row['reduction']}" for row in rows
-    )
+    lines = (["capsules: unknown (written before torchlean recorded them, or built in Python without them)"]
+             if rows is None else [f"capsules: {len(rows)} ({record['capsules_order']} order)"])
+    lines.extend(_row_line(row) for row in rows or ())
+    lines.extend(_earlier_lines(record))
     differences = record["capsules_differences"]
+    if differences is None:
+        return [*lines, "capsules_match: unknown (no capsules recorded)"]
     shown_profile = _text(profile)
     if not differences:
         lines.append(f"capsules_match: same as this torchlean's for profile {shown_profile}")
@@ -222,7 +245,7 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
     said = []
     for difference in differences[:_DIFFERENCES_SHOWN]:
         now = difference["now"]
-        recorded = next(row for row in rows
+        recorded = next(row for row in _all_rows(record)
                         if (row["op"], row["capsule"]) == (difference["op"], difference["capsule"]))
         what = ("not in its table" if now is None
                 else ", ".join(f"{key} {recorded[key]}, now {value}" for key, value in now.items()))
@@ -232,6 +255,49 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
         said.append(f"... ({len(differences)} capsules differ; {_WHOLE})")
     lines.append(f"capsules_match: differs from this torchlean's for profile {shown_profile} "
                  f"({'; '.join(said)})")
+    return lines
+
+
+def _row_line(row: Mapping[str, Any], indent: str = "  ") -> str:
+    """One recorded capsule in the style of the run's audit lines."""
+    return (f"{indent}{row['op']}: {_text(row['capsule'])} provider={row['provider']} trust={row['trust']} "
+            f"vjp={row['vjp']} reduction={row['reduction']}")
+
+
+def _all_rows(record: dict[str, Any]) -> list[Mapping[str, Any]]:
+    """The capsule rows of ``record``, the last segment's and every earlier segment's."""
+    rows: list[Mapping[str, Any]] = list(record["capsules"] or ())
+    for segment in record["earlier_capsules"] or ():
+        rows.extend(segment["capsules"] or ())
+    return rows
+
+
+def _earlier_lines(record: dict[str, Any]) -> list[str]:
+    """After ``--resume``: an ``earlier_segments:`` line, then per earlier segment whether it ran
+    under the last segment's capsule table and which of its capsules the last segment's list
+    does not hold with the same labels (review147 F1); nothing for a run of one segment."""
+    earlier = record["earlier_capsules"]
+    if earlier is None:
+        return []
+    last = record["environment"]["capsule_table_sha256"] if record["environment"] is not None else None
+    listed = {_identity(row) for row in record["capsules"] or ()}
+    total = len(earlier) + 1
+    lines = [f"earlier_segments: {len(earlier)} (the run was resumed; the capsules above are the last "
+             "segment's, these computed the weights before it)"]
+    for number, segment in enumerate(earlier, start=1):
+        digest = segment["capsule_table_sha256"]
+        table = ("capsule table unknown" if digest is None or last is None
+                 else "the last segment's capsule table" if digest == last
+                 else f"another capsule table ({digest})")
+        rows = segment["capsules"]
+        if rows is None:
+            lines.append(f"  segment {number} of {total}: {table}; capsules unknown (not recorded)")
+            continue
+        others = [row for row in rows if _identity(row) not in listed]
+        said = ("all in the last segment's list" if not others
+                else f"{len(others)} not in the last segment's list:")
+        lines.append(f"  segment {number} of {total}: {table}; {len(rows)} capsules, {said}")
+        lines.extend(_row_line(row, "    ") for row in others)
     return lines
 
 

@@ -1244,6 +1244,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             training=_resume.training_state(args, trainer, dataset, held_out),
             capsules=capsules,  # this segment's selections (after --resume, the resumed run's)
             capsules_order=RECORD_ORDERS[execution],
+            earlier_capsules=_resume.earlier_capsules(resumed),
         ))
         stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
@@ -1251,6 +1252,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     record["seconds"] = time.perf_counter() - started
     record["capsules_order"] = RECORD_ORDERS[execution]
     record["capsules"] = capsules
+    record["earlier_capsules"] = _resume.earlier_capsules(resumed)  # as the checkpoint
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
         write_json_record(args.report_json, record)
