@@ -99,7 +99,8 @@ COMPOSED_ATTENTION = KernelCapsule(
     vjp_contract=tested(
         ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
         "TorchLean tape VJP: one hand-written rule that recomputes the composed expression's probabilities, "
-        "summing shared weight gradients over the leading batch.",
+        "summing shared weight gradients over the leading batch; without a mask, its softmax step is "
+        "ATen's fused softmax backward, _softmax_backward_data, the same formula.",
         ATTENTION_SUITE,
     ),
     numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),

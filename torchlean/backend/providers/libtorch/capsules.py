@@ -67,7 +67,9 @@ def _sdpa_forward(
             ContractClaim.vjp_refinement(_OP, VJPMode.TORCHLEAN_TAPE),
             "TorchLean records the node and keeps the backward boundary inside TorchLean. The guard checks "
             "that ownership only; the gradients are TorchLean's attention VJP rule (the reference's on cpu, "
-            "device_attention_vjp on cuda), tested in tests/runtime/test_libtorch_sdpa.py.",
+            "device_attention_vjp on cuda, whose softmax step without a mask is ATen's fused softmax "
+            "backward, _softmax_backward_data, the same formula), tested in "
+            "tests/runtime/test_libtorch_sdpa.py.",
             f"{SDPA}.require_torchlean_tape",
         ),
         numerical_policy=NumericalPolicy(ReductionPolicy.IMPLEMENTATION_DEFINED),
