@@ -634,6 +634,41 @@ def test_bad_cotangents_are_refused_like_the_reference(case_id: str, op: Backend
         assert str(also_refused.value) == str(refused.value)
 
 
+_OUT_UNREAD = {"conv", "conv_transpose", "max_pool", "avg_pool", "layer_norm", "batch_norm"}
+"""The ops whose VJPs (both providers') recompute from the inputs and never read the saved output."""
+
+
+@pytest.mark.parametrize(("case_id", "op", "build"), CASES, ids=IDS)
+def test_a_bad_saved_output_is_refused_like_the_reference(
+    case_id: str, op: BackendOp, build: Builder
+) -> None:
+    """review148 F1: the saved output a VJP takes (``out=``) is checked for the output's shape and
+    dtype in both providers; without the check a wrong ``out`` broadcast into the gradient (an
+    ``exp`` VJP given ``out=[5.0]`` returned all 5s). The spatial VJPs do not read it: a wrong one
+    changes no bit of their gradients."""
+    inputs, params = build(np.random.default_rng(5), np.float64)
+    out = reference_forward(op)(*inputs, **params)
+    g = np.random.default_rng(6).standard_normal(out.shape)
+    for bad in (np.zeros((*out.shape, 2)), out.astype(np.float32), np.full((1,) * max(out.ndim, 1), 5.0)):
+        if bad.shape == out.shape and bad.dtype == out.dtype:
+            continue  # a one-element output: the third is as good as the output
+        if op.label in _OUT_UNREAD:
+            for vjp in (reference_vjp(op), aten_vjp(op)):
+                for got, want in zip(vjp(g, *inputs, out=bad, **params), vjp(g, *inputs, out=out, **params),
+                                     strict=True):
+                    if got is not None or want is not None:
+                        _same_bits(got, want)
+            continue
+        expected = (f"{op.label}: saved output out has shape {bad.shape} and dtype {bad.dtype}; accepted: "
+                    f"the output's shape {out.shape} and dtype {out.dtype}")
+        with pytest.raises(GuardError) as refused:
+            reference_vjp(op)(g, *inputs, out=bad, **params)
+        assert str(refused.value).startswith(expected), refused.value
+        with pytest.raises(GuardError) as also_refused:
+            aten_vjp(op)(g, *inputs, out=bad, **params)
+        assert str(also_refused.value) == str(refused.value)
+
+
 def _resolve(dotted: str) -> tuple[Any, str]:
     module, _, name = dotted.rpartition(".")
     return importlib.import_module(module), name

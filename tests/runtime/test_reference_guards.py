@@ -392,6 +392,12 @@ def test_check_linear_refuses_bad_weight_and_bias() -> None:
         "linear: bias b (3,) does not match weight w (4, 3)",
         "accepted: b (4,) or None",
     )
+    for bias in (np.arange(4.0).reshape(4, 1), np.arange(4.0).reshape(1, 4)):  # review148 F2: 4 values
+        _refused(
+            lambda bias=bias: K.linear(np.ones((4, 3)), np.ones((4, 3)), bias),
+            f"linear: bias b {bias.shape} does not match weight w (4, 3)",
+            "accepted: b (4,) or None",
+        )
 
 
 def test_check_scaled_dot_product_attention_refuses_bad_inputs() -> None:

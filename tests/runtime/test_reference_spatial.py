@@ -1199,6 +1199,11 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         lambda: S.conv(X2, W2, np.ones(5), groups=2),
         "conv: b has shape (5,) (accepted: (6,))",
     ),
+    (  # review148 F2: the right element count in another rank (torch refuses it too)
+        "conv-bias-rank",
+        lambda: S.conv(X2, W2, np.ones((6, 1)), groups=2),
+        "conv: b has shape (6, 1) (accepted: (6,))",
+    ),
     (  # torch refuses an empty spatial axis unless the batch is empty (an empty batch is accepted)
         "conv-empty",
         lambda: S.conv(np.ones((2, 4, 0, 5)), W2, padding=1, groups=2),
@@ -1350,6 +1355,11 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         lambda: S.layer_norm(XP, np.ones(4)),
         "layer_norm: weight has shape (4,) (accepted: (5,))",
     ),
+    (  # review148 F2: the right element count in another rank
+        "layer_norm-weight-rank",
+        lambda: S.layer_norm(XP, np.ones((5, 1))),
+        "layer_norm: weight has shape (5, 1) (accepted: (5,))",
+    ),
     (
         "layer_norm-bias-dtype",
         lambda: S.layer_norm(XP, None, np.ones(5, dtype=np.float32)),
@@ -1389,6 +1399,16 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         "batch_norm-weight-shape",
         lambda: S.batch_norm(XP, np.ones(3), None, None, None, training=True),
         "batch_norm: weight has shape (3,) (accepted: (2,))",
+    ),
+    (  # review148 F2: the right element count in another rank
+        "batch_norm-weight-rank",
+        lambda: S.batch_norm(XP, np.ones((1, 2)), None, None, None, training=True),
+        "batch_norm: weight has shape (1, 2) (accepted: (2,))",
+    ),
+    (
+        "batch_norm-running-mean-rank",
+        lambda: S.batch_norm(XP, None, None, np.zeros((2, 1)), np.ones(2), training=False),
+        "batch_norm: running_mean has shape (2, 1) (accepted: (2,))",
     ),
     (
         "batch_norm-running-dtype",
