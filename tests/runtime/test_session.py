@@ -242,6 +242,15 @@ def test_plan_report_notes_belong_to_one_capsule_identity_not_its_name() -> None
     plan = profile.plan_ops(["relu"])
     with pytest.raises(BackendTypeError, match=r"notes are keyed by capsule identity .* got the key 'my\.x'"):
         report.plan_report("mine", profile.policy, plan, notes={"my.x": "dropped before"})  # review145 F4
+    # review146 F5: an identity spelled with labels never matched either; a list is no mapping
+    labels = ("my.x", "relu", "reference", "cpu")
+    with pytest.raises(BackendTypeError, match=r"got the key \('my\.x', 'relu', 'reference', 'cpu'\)"):
+        report.plan_report("mine", profile.policy, plan, notes={labels: "dropped before"})
+    listed: Any = [(runs.identity, "a note")]
+    with pytest.raises(BackendTypeError, match=r"notes must be a mapping of capsule identity to note"):
+        report.plan_report("mine", profile.policy, plan, notes=listed)
+    kept = report.plan_report("mine", profile.policy, plan, notes={runs.identity: "kept"})
+    assert kept.endswith("    note: kept")
 
 
 def test_explain_names_an_empty_declared_list_none() -> None:

@@ -187,6 +187,13 @@ def selection_line(name: str, capsule_names: Sequence[str], errors: Sequence[str
     return f"{name}: {'; '.join([*parts, *errors])}"
 
 
+def _is_identity(key: object) -> bool:
+    """Whether ``key`` has the form of a ``KernelCapsule.identity``."""
+    kinds = (str, BackendOp, Provider, Device)
+    return (isinstance(key, tuple) and len(key) == len(kinds)
+            and all(isinstance(part, kind) for part, kind in zip(key, kinds, strict=True)))
+
+
 def plan_report(
     name: str,
     policy: KernelPolicy,
@@ -202,16 +209,21 @@ def plan_report(
 
     Raises:
         BackendTypeError: ``policy`` is not a :class:`KernelPolicy` or ``plan`` not a
-            :class:`KernelPlan`; a ``notes`` key that is not a capsule identity (a name, as before
-            the identities: review145 F4).
+            :class:`KernelPlan`; ``notes`` not a mapping, or a key of it that is not a capsule
+            identity (a name, as before the identities: review145 F4; labels for the enum members:
+            review146 F5).
     """
     _require(policy, KernelPolicy, "plan_report", _POLICY)
     _require(plan, KernelPlan, "plan_report", "a KernelPlan as plan (what profile.plan_ops(ops) returns)")
+    if notes is not None and not isinstance(notes, Mapping):
+        raise BackendTypeError(
+            f"plan_report: notes must be a mapping of capsule identity to note or None, got {describe(notes)}"
+        )
     for key in notes or {}:
-        if not (isinstance(key, tuple) and len(key) == 4):
+        if not _is_identity(key):  # a key spelled with labels would never match (review146 F5)
             raise BackendTypeError(
                 f"plan_report: notes are keyed by capsule identity (KernelCapsule.identity: name, op, "
-                f"provider, device), got the key {key!r}"
+                f"provider, device: a str, a BackendOp, a Provider, a Device), got the key {key!r}"
             )
     audit = plan.audit()
     lines = [summary_line(name, policy), boundary_line(audit)]
