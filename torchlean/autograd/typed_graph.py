@@ -199,8 +199,9 @@ class GraphProgram:
     Args:
         graph: the canonical IR graph; it is shape-checked here (``check_shapes``), so each node's
             declared shape is the one its kernel produces.
-        payloads: const values and layer parameters by node id (:attr:`payloads` keeps those of
-            the nodes not fed from the model's parameters once the schedule is built).
+        payloads: const values and layer parameters by node id; :attr:`fixed_payloads` keeps
+            only those of the nodes not fed from the model's parameters once the schedule is built
+            (so it is not the graph's whole payload store: review146 F7).
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
         param_nodes: ``const`` node id → index of the model parameter it holds.
         payload_params: payload node id → (weight index, bias index) of its parameters.
@@ -251,7 +252,7 @@ class GraphProgram:
                     "accept this graph's own plan"
                 )
         self.graph = graph
-        self.payloads = payloads
+        self.fixed_payloads = payloads  # all of them until the schedule is built (below)
         self.plan = plan
         self.param_nodes = dict(param_nodes)
         self.payload_params = dict(payload_params)
@@ -279,7 +280,7 @@ class GraphProgram:
         # parameters are copies of the weights that no run reads (review144 F2: a trainer's
         # cached programs each held one), so only the others are kept
         fed = self.param_nodes.keys() | self.payload_params.keys() | self.statistic_params.keys()
-        self.payloads = {node: payload for node, payload in payloads.items() if node not in fed}
+        self.fixed_payloads = {node: payload for node, payload in payloads.items() if node not in fed}
 
     def run_and_backward(self, inputs: Sequence[Tensor], params: Sequence[Tensor], output: int) -> Tensor:
         """Execute the schedule up to node ``output`` (a scalar loss), then backpropagate from it
@@ -449,7 +450,7 @@ class GraphProgram:
         if isinstance(kind, Const):
             if node.id in self.param_nodes:
                 return Step(node.id, StepKind.PARAM, param_index=self.param_nodes[node.id])
-            const = self.payloads[node.id]
+            const = self.fixed_payloads[node.id]
             assert isinstance(const, np.ndarray)
             return Step(node.id, StepKind.CONST, const=const)
         if isinstance(kind, Detach):
@@ -461,7 +462,7 @@ class GraphProgram:
 
     def _weights(self, node: Node) -> tuple[Operand, Operand]:
         weight, bias = self.payload_params.get(node.id, (None, None))
-        payload = self.payloads.get(node.id)
+        payload = self.fixed_payloads.get(node.id)
         return (
             _param_or_fixed(weight, getattr(payload, "weight", None)),
             _param_or_fixed(bias, getattr(payload, "bias", None)),
@@ -495,7 +496,7 @@ class GraphProgram:
             case Sum():
                 return [x], {"axis": None, "keepdims": False}
             case LayerNorm(axis=axis):
-                payload = self.payloads.get(node.id)
+                payload = self.fixed_payloads.get(node.id)
                 eps = payload.eps if isinstance(payload, LayerNormParams) else 1e-5
                 w, b = self._weights(node)
                 return [x, w, b], {"normalized_ndim": ndim - axis, "eps": float(eps)}
@@ -506,14 +507,14 @@ class GraphProgram:
                     "torchlean.ir.evaluate runs it"
                 )
             case BatchNormTrain():
-                trained = self.payloads.get(node.id)
+                trained = self.fixed_payloads.get(node.id)
                 if not isinstance(trained, BatchNormTrainParams):
                     raise SessionError(f"typed graph: batch_norm_train node {node.id} has no payload")
                 w, b = self._weights(node)
                 # as functional.batch_norm(x, weight=weight, bias=bias, training=True, eps=eps) passes them
                 return [x, w, b, _NO_OPERAND, _NO_OPERAND], {"training": True, "eps": float(trained.eps)}
             case BatchNormEval():
-                running = self.payloads.get(node.id)
+                running = self.fixed_payloads.get(node.id)
                 if not isinstance(running, BatchNormParams):
                     raise SessionError(f"typed graph: batch_norm_eval node {node.id} has no payload")
                 w, b = self._weights(node)
@@ -524,12 +525,12 @@ class GraphProgram:
             case LinearOf():  # weight and bias are parents, as F.linear(x, w, b) passes them
                 return [*parents, _NO_OPERAND][:3], {}
             case Linear():
-                if not isinstance(self.payloads.get(node.id), LinearParams):
+                if not isinstance(self.fixed_payloads.get(node.id), LinearParams):
                     raise SessionError(f"typed graph: linear node {node.id} has no weight payload")
                 w, b = self._weights(node)
                 return [x, w, b], {}
             case Conv(config=config):
-                if not isinstance(self.payloads.get(node.id), ConvParams):
+                if not isinstance(self.fixed_payloads.get(node.id), ConvParams):
                     raise SessionError(f"typed graph: conv node {node.id} has no weight payload")
                 if config.channel_axis != 1 or config.padding_after != config.padding:
                     raise SessionError(
