@@ -329,7 +329,9 @@ def gradient_check(model: str, batch: Batch) -> dict[str, Any]:
     :data:`GRAD_CHECK_LR`) on ``batch`` from the shared initial weights, in fresh trainers and a
     fresh PyTorch model, and per configuration the largest over the parameters of
     ``max|Δw - Δw_pytorch| / max|Δw_pytorch|`` (Δw = -rate × gradient), against
-    :data:`GRAD_TOLERANCE`."""
+    :data:`GRAD_TOLERANCE`; for a parameter PyTorch's step leaves exactly unchanged (no
+    relative scale), ``max|Δw|`` itself, the weight change in the parameter's units, against the
+    same tolerance (:func:`_relative`)."""
     layer, input_shape = layer_of(model)
     initial = nn.build(layer, input_shape=input_shape, seed=0, dtype=np.float32).state()
     module = torch_module(model)
