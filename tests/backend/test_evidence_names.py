@@ -27,6 +27,7 @@ A failure names the capsule, the obligation and the missing name.
 
 from __future__ import annotations
 
+import ast
 import dis
 import functools
 import importlib
@@ -284,6 +285,31 @@ def test_every_module_is_walked() -> None:
     assert len(ENTRIES) == 4 * (95 + 40)
 
 
+@cache
+def suite_subjects(suite: str) -> tuple[str, ...]:
+    """The provider labels a test module declares it tests (its module-level ``SUBJECT_PROVIDERS``
+    tuple, read without importing it); ``()`` when it declares none."""
+    tree = ast.parse((REPO / suite).read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "SUBJECT_PROVIDERS"):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, tuple) and all(isinstance(label, str) for label in value), suite
+            return value
+    return ()
+
+
+def test_a_suite_that_uses_a_provider_as_its_oracle_is_no_evidence_of_it() -> None:
+    """review148 F4: the aten differential suite names reference ops in its items (the reference
+    is its oracle) and passed the name rule as evidence of the reference's values; its declared
+    subject is aten. A module that declares nothing (the negative control) has no subject."""
+    assert suite_tests_op("tests/runtime/test_aten_differential.py", "matmul", ContractObligation.VALUE)
+    assert suite_subjects("tests/runtime/test_aten_differential.py") == ("aten",)
+    assert suite_subjects("tests/runtime/test_reference_values.py") == ("reference",)
+    assert suite_subjects(NOT_A_SUITE) == ()
+    assert all(suite_subjects(suite) for suite in SUITES)
+
+
 @pytest.mark.parametrize(
     ("module", "capsule", "obligation", "descriptor"),
     [
@@ -312,6 +338,11 @@ def test_evidence_name_is_real(
             )
             assert suite_tests_op(evidence.name, capsule.op.label, obligation), (
                 f"{where}: {evidence.name} has no {obligation.label} test of {capsule.op.label}"
+            )
+            subjects = suite_subjects(evidence.name)
+            assert capsule.provider.label in subjects, (  # review148 F4: not a suite using it as oracle
+                f"{where}: {evidence.name} tests the capsules of {' | '.join(subjects) or 'no provider'} "
+                f"(its SUBJECT_PROVIDERS), not {capsule.provider.label}'s"
             )
         case EvidenceKind.RUNTIME_GUARD:
             assert evidence.name is not None

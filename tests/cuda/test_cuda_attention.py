@@ -30,6 +30,10 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.providers import attention_kernels
 from torchlean.backend.providers.native_cuda import extension, kernels, parity
 
+SUBJECT_PROVIDERS = ("native-cuda", "torchlean")
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 DTYPES = [torch.float32, torch.float64]
 CASES = parity.cases_for([parity.ATTENTION])
 IMPLEMENTATIONS = ["native_cuda.direct_attention", "torchlean.composed_attention"]

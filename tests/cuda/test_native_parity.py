@@ -32,6 +32,10 @@ import torch
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.native_cuda import capsules, extension, guards, kernels, parity
 
+SUBJECT_PROVIDERS = ("native-cuda",)
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "torchlean" / "backend" / "providers" / "native_cuda" / "csrc"
 

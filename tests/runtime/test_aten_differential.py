@@ -63,6 +63,10 @@ from torchlean.backend.providers.reference import kernels as reference
 from torchlean.backend.providers.reference import spatial
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, ReductionPolicy
 
+SUBJECT_PROVIDERS = ("aten",)
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 COVERED_LABELS = (
     "matmul", "linear", "mse_loss", "relu", "gelu", "add", "sub", "mul", "scale", "abs", "sqrt",
     "clamp", "max", "min", "sigmoid", "tanh", "softplus", "exp", "log", "sin", "cos", "inv",

@@ -78,6 +78,10 @@ from torchlean.cli import main
 from torchlean.models import build_model
 from torchlean.trainer import Objective, RunConfig, Trainer
 
+SUBJECT_PROVIDERS = ("aten",)
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 F = torch.nn.functional
 
 COVERED_LABELS = (

@@ -31,6 +31,10 @@ import torchlean as tl
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference import spatial as S
 
+SUBJECT_PROVIDERS = ("reference",)
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 Array = np.ndarray[Any, Any]
 Inputs = tuple[Array | None, ...]
 

@@ -22,6 +22,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference import kernels as K
 
+SUBJECT_PROVIDERS = ("reference",)
+"""The providers whose capsules this module tests (not those it uses as oracles): the
+capsule evidence that names it must be of one of them (tests/backend/test_evidence_names.py)."""
+
 Array = np.ndarray[Any, Any]
 DTYPES = [np.float64, np.float32]
 
