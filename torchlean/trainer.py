@@ -47,7 +47,7 @@ from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside,
 from torchlean._interrupts import store_together
 from torchlean._tensor_data import host_array
 from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
-from torchlean.autograd.session import Session
+from torchlean.autograd.session import Session, gradient_acceptance_of
 from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedKernel
@@ -1246,6 +1246,10 @@ class Trainer(Generic[In, Out]):
         known = {kernel.capsule.identity for kernel in self.selected}
         for kernel in step.program.plan.kernels:
             if kernel.capsule.identity in known:
+                for index, listed in enumerate(self._graph_kernels):  # review147 F4, as the session's
+                    if listed.capsule.identity == kernel.capsule.identity and gradient_acceptance_of(
+                            listed, kernel):
+                        self._graph_kernels[index] = kernel
                 continue
             known.add(kernel.capsule.identity)
             session.report(kernel)

@@ -175,6 +175,13 @@ def _explain_cli(profile: BackendProfile, op: BackendOp) -> str:
     return ""
 
 
+def gradient_acceptance_of(listed: AcceptedKernel, accepted: AcceptedKernel) -> bool:
+    """Whether ``accepted`` (a later acceptance of ``listed``'s capsule) should take its place in a
+    list of selections: ``listed`` was accepted without gradients (VJP mode none) and ``accepted``
+    with them, so its policy is the one the capsule's backward ran under (review147 F4)."""
+    return listed.policy.vjp_mode is VJPMode.NONE and accepted.policy.vjp_mode is not VJPMode.NONE
+
+
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -294,10 +301,11 @@ class Session:
         """The accepted kernels this session selected, in first-selection order (a copy). As in
         the original, a kernel is listed when selected and bound: one whose first call was then
         refused by its guard stays listed; one the binding refused (no handler, or claims its
-        handler does not keep) is not, as nothing of it ran. Each capsule is listed once, with the
-        policy of its first selection: a capsule first used under ``no_grad`` shows
-        ``policy.vjp_mode`` none although later calls with gradients ran it under the session's
-        VJP mode (its capsule fields, which the reports print, are the same either way)."""
+        handler does not keep) is not, as nothing of it ran. Each capsule is listed once, where it
+        was first selected, with the policy of its first selection with gradients when it had one:
+        a capsule first used under ``no_grad`` (``policy.vjp_mode`` none), then with gradients, is
+        listed with the acceptance whose VJP mode its backward ran under (review147 F4; its capsule
+        fields, which the reports print, are the same either way)."""
         return list(self._selected)
 
     @property
@@ -413,8 +421,11 @@ class Session:
 
     def _record(self, accepted: AcceptedKernel) -> None:
         identity = accepted.capsule.identity
-        if any(k.capsule.identity == identity for k in self._selected):
-            return
+        for index, listed in enumerate(self._selected):
+            if listed.capsule.identity == identity:
+                if gradient_acceptance_of(listed, accepted):
+                    self._selected[index] = accepted
+                return
         self.report(accepted)  # printed first: a report that cannot be written records nothing
         self._selected.append(accepted)
 
