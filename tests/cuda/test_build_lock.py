@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -69,22 +70,23 @@ def test_a_held_lock_is_waited_for_and_its_build_lock_kept(tmp_path: Path) -> No
 
 def test_a_load_after_a_killed_build_does_not_hang(emulation_module: ModuleType, tmp_path: Path) -> None:
     """The emulation build is cached; with a left ``lock`` in its directory torch alone would wait
-    forever. A fresh process loads it, removes the file and says so."""
-    directory = extension.build_directory(extension.EMULATION_NAME, extension.sources_dir())
+    forever. A fresh process loads it, removes the file and says so. It loads a private copy of the
+    cached build (``$TORCH_EXTENSIONS_DIR``): a test in another worker that loads the shared one
+    meanwhile would remove a lock left there itself, and this process would find none."""
+    shared = extension.build_directory(extension.EMULATION_NAME, extension.sources_dir())
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path / "extensions"))
+    directory = tmp_path / "extensions" / shared.name
+    shutil.copytree(shared, directory, ignore=shutil.ignore_patterns("lock", "torchlean.flock"))
     (directory / "lock").touch()
     code = (
         "from torchlean.backend.providers.native_cuda import extension\n"
+        "print(extension.build_directory(extension.EMULATION_NAME, extension.sources_dir()))\n"
         "print(extension.load_host_emulation().__name__)\n"
     )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=dict(os.environ)
-        )
-    finally:
-        left = (directory / "lock").exists()
-        (directory / "lock").unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    left = (directory / "lock").exists()
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == extension.EMULATION_NAME
+    assert done.stdout.splitlines() == [str(directory), extension.EMULATION_NAME]  # the private copy
     assert f"removed {directory / 'lock'}" in done.stderr
     assert not left
 
