@@ -98,9 +98,10 @@ CAPSULE_KEYS = ("op", "capsule", "provider", "device", "trust", "vjp", "reductio
 """The keys of each row of :attr:`Checkpoint.capsules`, in their order: those of
 :func:`torchlean.backend.report.audit_to_json`'s rows."""
 
-EARLIER_CAPSULE_KEYS = ("capsule_table_sha256", "capsules")
-"""The keys of each entry of :attr:`Checkpoint.earlier_capsules`, in their order: one segment of a
-resumed run before the last, its capsule table's digest and its capsules."""
+EARLIER_CAPSULE_KEYS = ("segments", "capsule_table_sha256", "capsules")
+"""The keys of each entry of :attr:`Checkpoint.earlier_capsules`, in their order: how many
+consecutive segments of a resumed run (before the last) it stands for, their capsule table's digest
+and their capsules."""
 
 CAPSULE_LABELS: Mapping[str, type[LabelledEnum]] = MappingProxyType({
     "op": BackendOp, "provider": Provider, "device": Device, "trust": TrustLevel, "vjp": VJPMode,
@@ -405,15 +406,17 @@ class Checkpoint:
     ``capsules_order`` (the order of ``capsules``: the word of
     :data:`torchlean.trainer.RECORD_ORDERS` for ``execution``, ``first-use`` or ``graph-plan``;
     given with ``capsules`` and only with them, ``None`` without);
-    ``earlier_capsules`` (after ``torchlean train --resume``: the capsules of each segment of the
+    ``earlier_capsules`` (after ``torchlean train --resume``: the capsules of the segments of the
     run before the last, in order, which computed the weights too (review147 F1: resuming into the
-    file resumed from kept only the last segment's), one read-only mapping per segment with exactly
-    the keys :data:`EARLIER_CAPSULE_KEYS`: ``capsule_table_sha256`` (that segment's
-    ``environment``'s digest, 64 lowercase hex digits, or ``None``: unknown) and ``capsules``
-    (that segment's ``capsules``, checked as that field, in the same order, or ``None``: not
-    recorded); as many as :meth:`thread_counts` has segments before the last, so ``None`` for a run
-    of one segment; or ``None``: not recorded (a run never resumed, a file written before
-    torchlean recorded them, or built in Python without them); version 1 holds only ``None``);
+    file resumed from kept only the last segment's), a non-empty list of read-only mappings with
+    exactly the keys :data:`EARLIER_CAPSULE_KEYS`, each standing for ``segments`` (an int >= 1)
+    consecutive segments that ran under one ``capsule_table_sha256`` (their ``environment``'s
+    digest, 64 lowercase hex digits, or ``None``: unknown) with one ``capsules`` list (checked as
+    that field, in the same order, or ``None``: not recorded), so that a run resumed many times
+    under one torchlean keeps one entry (review149 F1); the ``segments`` add up to the segments
+    :meth:`thread_counts` has before the last, so ``None`` for a run of one segment; or ``None``:
+    not recorded (a run never resumed, a file written before torchlean recorded them, or built in
+    Python without them); version 1 holds only ``None``);
     ``training`` (a :class:`TrainingState`, or ``None``: enough for ``predict``, not to resume);
     ``version`` (:data:`FORMAT_VERSION` by default; 1 writes a file older torchlean reads, and
     holds no training state).
@@ -602,36 +605,60 @@ class Checkpoint:
         if self.version == 1:
             raise CheckpointError("a version 1 checkpoint has no earlier_capsules (version 2 does), got them")
         before = len(self.thread_counts()) - 1
-        if not isinstance(earlier, list | tuple) or not earlier or len(earlier) != before:
-            expected = (
-                f"a list of {before} (one per segment before the last: torch_threads_segments "
-                f"has {before + 1})"
-                if before else "None (torch_threads_segments records one segment)"
-            )
+        if not before:
             raise CheckpointError(
-                f"earlier_capsules must be {expected}, each a mapping with the keys "
-                f"{', '.join(EARLIER_CAPSULE_KEYS)}; got {_value_shown(earlier)}"
+                "earlier_capsules must be None for a run of one segment (torch_threads_segments records "
+                f"none before the last), got {_value_shown(earlier)}"
+            )
+        if not isinstance(earlier, list | tuple) or not earlier:
+            raise CheckpointError(
+                f"earlier_capsules must be a non-empty list of mappings with the keys "
+                f"{', '.join(EARLIER_CAPSULE_KEYS)} (the {before} segments before the last) or None, got "
+                f"{_value_shown(earlier)}"
             )
         device = profiles.get(self.profile).policy.device.label
-        checked = []
-        for index, segment in enumerate(earlier):
-            try:
-                entry = _keyed(segment, "", EARLIER_CAPSULE_KEYS)
-            except _RowFault as fault:
-                raise CheckpointError(f"earlier_capsules[{index}] {fault}") from None
-            digest, rows = entry["capsule_table_sha256"], entry["capsules"]
-            if digest is not None and not is_sha256(digest):
-                raise CheckpointError(
-                    f"earlier_capsules[{index}] capsule_table_sha256 must be 64 lowercase hex digits "
-                    f"(that segment's environment's) or None, got {_value_shown(digest)}"
-                )
-            if rows is not None:
-                try:
-                    rows = _capsule_rows(rows, self.profile, device)
-                except CheckpointError as error:
-                    raise CheckpointError(f"earlier_capsules[{index}] {error}") from None
-            checked.append(MappingProxyType({"capsule_table_sha256": digest, "capsules": rows}))
+        checked = [self._earlier_entry(index, entry, device) for index, entry in enumerate(earlier)]
+        counted = sum(entry["segments"] for entry in checked)
+        if counted != before:
+            raise CheckpointError(
+                f"earlier_capsules' segments add up to {counted}, but torch_threads_segments records "
+                f"{before} segments before the last (one of them was edited)"
+            )
         object.__setattr__(self, "earlier_capsules", tuple(checked))
+
+    def _earlier_entry(self, index: int, entry: object, device: str) -> Mapping[str, Any]:
+        """One checked, read-only entry of ``earlier_capsules``.
+
+        Raises:
+            CheckpointError: naming the entry, the key and the accepted values.
+        """
+        where = f"earlier_capsules[{index}]"
+        keys = ", ".join(EARLIER_CAPSULE_KEYS)
+        if not isinstance(entry, Mapping) or set(entry) != set(EARLIER_CAPSULE_KEYS):
+            found = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
+            raise CheckpointError(
+                f"{where} must be a mapping with exactly the keys {keys}, got "
+                f"{_value_shown(entry) if found is None else 'the keys ' + ', '.join(found)}"
+            )
+        count, digest, rows = entry["segments"], entry["capsule_table_sha256"], entry["capsules"]
+        if isinstance(count, np.integer):
+            count = int(count)
+        if not is_builtin_int(count) or count < 1:
+            raise CheckpointError(
+                f"{where} segments must be an int >= 1 (how many consecutive segments ran with these "
+                f"capsules), got {_value_shown(count)}"
+            )
+        if digest is not None and not is_sha256(digest):
+            raise CheckpointError(
+                f"{where} capsule_table_sha256 must be 64 lowercase hex digits (those segments' "
+                f"environment's) or None, got {_value_shown(digest)}"
+            )
+        if rows is not None:
+            try:
+                rows = _capsule_rows(rows, self.profile, device)
+            except CheckpointError as error:
+                raise CheckpointError(f"{where} {error}") from None
+        return MappingProxyType({"segments": count, "capsule_table_sha256": digest, "capsules": rows})
 
     def earlier_capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`earlier_capsules` as JSON-ready data (plain dicts and lists, a new copy); ``None``
@@ -1304,7 +1331,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             existing path that is not a regular file (a device or a pipe), or the file cannot be
             written (naming the path and the operating system's reason); an entry that is not a
             bool, integer, float or text array, which ``np.savez`` would pickle (naming it;
-            :class:`Checkpoint` admits none).
+            :class:`Checkpoint` admits none); metadata longer than :func:`load` reads (2**24
+            characters), before anything is written.
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
@@ -1369,9 +1397,15 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
             "validation": training.val_losses is not None,
             "last_weights": training.last_weights is not None,
         }
+    text = json.dumps(metadata)
+    if len(text) > _METADATA_CHARS:  # review149 F1: load would refuse it, after it replaced a good file
+        raise CheckpointError(
+            f"cannot write checkpoint {path}: its metadata has {len(text)} characters, more than load reads "
+            f"({_METADATA_CHARS}); nothing was written"
+        )
     # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
     arrays: dict[str, Any] = {
-        "metadata": np.array(json.dumps(metadata)),
+        "metadata": np.array(text),
         "feature_mean": checkpoint.feature_mean,
         "feature_scale": checkpoint.feature_scale,
     }

@@ -71,12 +71,13 @@ def test_a_resumed_run_keeps_each_earlier_segment_s_capsules(
     assert one["environment"]["capsule_table_sha256"] != today
     two = metadata(second)
     assert _relu(two["capsules"]) == "aten.relu" and two["environment"]["capsule_table_sha256"] == today
-    assert two["earlier_capsules"] == [
-        {"capsule_table_sha256": one["environment"]["capsule_table_sha256"], "capsules": one["capsules"]}]
+    older = {"segments": 1, "capsule_table_sha256": one["environment"]["capsule_table_sha256"],
+             "capsules": one["capsules"]}
+    assert two["earlier_capsules"] == [older]
     three = metadata(third)
     assert three["torch_threads_segments"] == [1, 1, 1]
     assert three["earlier_capsules"] == [
-        *two["earlier_capsules"], {"capsule_table_sha256": today, "capsules": two["capsules"]}]
+        older, {"segments": 1, "capsule_table_sha256": today, "capsules": two["capsules"]}]
     for name, meta in (("second", two), ("third", three)):
         record = json.loads((tmp_path / f"{name}.json").read_text())
         assert record["earlier_capsules"] == meta["earlier_capsules"]
@@ -119,8 +120,8 @@ def test_a_resume_of_a_file_without_them_records_the_unknown_segments(
     meta = metadata(older)
     before = metadata(second)
     assert meta["earlier_capsules"] == [
-        {"capsule_table_sha256": None, "capsules": None},
-        {"capsule_table_sha256": before["environment"]["capsule_table_sha256"],
+        {"segments": 1, "capsule_table_sha256": None, "capsules": None},
+        {"segments": 1, "capsule_table_sha256": before["environment"]["capsule_table_sha256"],
          "capsules": before["capsules"]},
     ]
     code, out, _ = cli(capsys, "inspect", str(older))
@@ -128,19 +129,27 @@ def test_a_resume_of_a_file_without_them_records_the_unknown_segments(
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda meta: meta.update(torch_threads_segments=None) or meta.pop("torch_threads_segments"),
-     r"earlier_capsules must be None \(torch_threads_segments records one segment\), each a mapping"),
+    (lambda meta: meta.pop("torch_threads_segments"),
+     r"earlier_capsules must be None for a run of one segment \(torch_threads_segments records none "
+     r"before the last\), got \["),
     (lambda meta: meta["earlier_capsules"].append(meta["earlier_capsules"][0]),
-     r"earlier_capsules must be a list of 1 \(one per segment before the last: torch_threads_segments has "
-     r"2\), each a mapping with the keys capsule_table_sha256, capsules; got "),
+     r"earlier_capsules' segments add up to 2, but torch_threads_segments records 1 segments before the "
+     r"last \(one of them was edited\)$"),
+    (lambda meta: meta["earlier_capsules"][0].update(segments=2),
+     r"earlier_capsules' segments add up to 2, but torch_threads_segments records 1"),
+    (lambda meta: meta["earlier_capsules"][0].update(segments=0),
+     r"earlier_capsules\[0\] segments must be an int >= 1 \(how many consecutive segments ran with these "
+     r"capsules\), got 0"),
     (lambda meta: meta["earlier_capsules"][0].update(capsule_table_sha256="abc"),
      r"earlier_capsules\[0\] capsule_table_sha256 must be 64 lowercase hex digits .* got 'abc'"),
     (lambda meta: meta["earlier_capsules"][0].pop("capsules"),
-     r"earlier_capsules\[0\] must have the keys capsule_table_sha256, capsules .*missing 'capsules'"),
+     r"earlier_capsules\[0\] must be a mapping with exactly the keys segments, capsule_table_sha256, "
+     r"capsules, got the keys capsule_table_sha256, segments$"),
     (lambda meta: meta["earlier_capsules"][0]["capsules"][1].update(trust="trusted"),
      r"earlier_capsules\[0\] capsules\[1\] trust must be one of checked \| trusted-external, got 'trusted'"),
     (lambda meta: meta.update(earlier_capsules=[]),
-     r"earlier_capsules must be a list of 1 .* got \[\]"),
+     r"earlier_capsules must be a non-empty list of mappings with the keys segments, capsule_table_sha256, "
+     r"capsules \(the 1 segments before the last\) or None, got \[\]"),
 ])
 def test_a_malformed_earlier_capsules_is_refused(
     resumed_twice: tuple[Path, Path, Path], tmp_path: Path, edit: Any, message: str
@@ -158,3 +167,61 @@ def test_a_version_1_checkpoint_holds_none(resumed_twice: tuple[Path, Path, Path
     dataclasses.replace(saved, **version_1)  # what version 1 holds
     with pytest.raises(CheckpointError, match="a version 1 checkpoint has no earlier_capsules"):
         dataclasses.replace(saved, **{**version_1, "earlier_capsules": saved.earlier_capsules_json()})
+
+
+def test_segments_that_ran_the_same_capsules_share_one_entry(
+    capsys: pytest.CaptureFixture[str], resumed_twice: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """review149 F1: each resume copied a whole capsule list, so a run resumed some hundreds of
+    times wrote metadata that load refuses; consecutive segments under one capsule table with one
+    list are now one entry with a count."""
+    _, second, third = resumed_twice
+    for epochs in (4, 5):
+        code, _, _ = cli(capsys, "train", "--resume", str(third), "--epochs", str(epochs),
+                         "--save", str(third))
+        assert code == 0
+    meta = metadata(third)
+    assert meta["torch_threads_segments"] == [1] * 5
+    assert [entry["segments"] for entry in meta["earlier_capsules"]] == [1, 3]
+    assert meta["earlier_capsules"][1]["capsules"] == metadata(second)["capsules"] == meta["capsules"]
+    code, out, _ = cli(capsys, "inspect", str(third))
+    assert ("  segments 2-4 of 5: the last segment's capsule table; 5 capsules, all in the last segment's "
+            "list") in out.splitlines()
+
+
+def test_an_earlier_row_relabelled_is_named_with_its_segment(
+    capsys: pytest.CaptureFixture[str], resumed_twice: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """review149 F2: a capsule of an earlier segment with the last segment's op and name but other
+    labels (a relabel between torchlean versions) was shown with the last segment's labels."""
+    third = resumed_twice[2]
+
+    def relabel(meta: dict[str, Any]) -> None:
+        row = next(r for r in meta["earlier_capsules"][1]["capsules"] if r["capsule"] == "aten.relu")
+        row["vjp"] = "torchlean-tape"  # as an earlier torchlean labelled it
+
+    edited = rewrite_metadata(third, tmp_path / "relabelled.npz", relabel)
+    code, out, err = cli(capsys, "inspect", str(edited), "--report-json", str(tmp_path / "r.json"))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert ("capsules_match: differs from this torchlean's for profile fast_cpu (aten.relu (relu, as "
+            "segment 2 ran it): vjp torchlean-tape, now backend-vjp)") in lines
+    assert "    relu: aten.relu provider=aten trust=checked vjp=torchlean-tape reduction=n/a" in lines
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert record["capsules_differences"] == [
+        {"op": "relu", "capsule": "aten.relu", "segment": 2, "now": {"vjp": "backend-vjp"}}]
+
+
+def test_save_refuses_metadata_load_would_refuse(
+    resumed_twice: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """review149 F1: save wrote metadata beyond what load reads (2**24 characters), replacing a
+    file load could read with one it refuses."""
+    path = tmp_path / "kept.npz"
+    path.write_bytes(resumed_twice[1].read_bytes())
+    saved = checkpoint.load(path)
+    huge = dataclasses.replace(saved, label_column="y" * 2**24)
+    with pytest.raises(CheckpointError, match=r"its metadata has \d+ characters, more than load reads "
+                                              r"\(16777216\); nothing was written"):
+        checkpoint.save(path, huge)
+    assert path.read_bytes() == resumed_twice[1].read_bytes()

@@ -1301,16 +1301,25 @@ def training_state(
 
 def earlier_capsules(resumed: Resumed | None) -> list[dict[str, Any]] | None:
     """The ``earlier_capsules`` of the checkpoint and record a resumed run writes (review147 F1):
-    those the resumed checkpoint holds (each segment unknown where it holds none, as in a file
-    written before torchlean recorded them), then its own segment's capsule-table digest and
-    capsules; None without ``--resume``."""
+    those the resumed checkpoint holds (its earlier segments unknown where it holds none, as in a
+    file written before torchlean recorded them), then its own segment's capsule-table digest and
+    capsules, counted into the last entry when they are that entry's (review149 F1: a run resumed
+    many times under one torchlean keeps one entry); None without ``--resume``."""
     if resumed is None:
         return None
     saved = resumed.saved
-    unknown = {"capsule_table_sha256": None, "capsules": None}
-    before = saved.earlier_capsules_json() or [dict(unknown) for _ in saved.thread_counts()[1:]]
+    before = len(saved.thread_counts()) - 1
+    entries = saved.earlier_capsules_json() or (
+        [{"segments": before, "capsule_table_sha256": None, "capsules": None}] if before else [])
     digest = None if saved.environment is None else saved.environment["capsule_table_sha256"]
-    return [*before, {"capsule_table_sha256": digest, "capsules": saved.capsules_json()}]
+    own = {"segments": 1, "capsule_table_sha256": digest, "capsules": saved.capsules_json()}
+    last = entries[-1] if entries else None
+    if (last is not None and (last["capsule_table_sha256"], last["capsules"]) == (digest, own["capsules"])
+            and digest is not None and own["capsules"] is not None):
+        last["segments"] += 1
+    else:
+        entries.append(own)
+    return entries
 
 
 def record(resumed: Resumed | None, stop: Stop) -> dict[str, Any]:

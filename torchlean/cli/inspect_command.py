@@ -14,10 +14,14 @@ line, working directory, UTC time, the profile's capsule-table digest), whether 
 capsule table for that profile has the same digest (``capsule_table: same as this torchlean's``,
 ``differs from this torchlean's ...``, or ``unknown``: a checkpoint without an environment), the
 capsules that computed the run (:attr:`torchlean.checkpoint.Checkpoint.capsules`: ``capsules: 5
-(first-use order)``, then one line per capsule as ``train``'s audit lines print it) and whether
-each is still in this torchlean's capsule table for the profile with the same labels
+(first-use order)``, then one line per capsule as ``train``'s audit lines print it), after
+``--resume`` the earlier segments' (``earlier_segments: 2 ...``, then per run of segments with one
+capsule table and list, ``segments 1-2 of 3: another capsule table (...); 5 capsules, 1 not in the
+last segment's list:`` and those capsules' lines: :func:`_earlier_lines`), and whether
+each recorded capsule is still in this torchlean's capsule table for the profile with the same labels
 (``capsules_match: same as this torchlean's ...``, ``differs from this torchlean's ...
-(<capsule> (<op>): trust checked, now trusted-external; ...)``, or ``unknown``: a checkpoint that
+(<capsule> (<op>): trust checked, now trusted-external; ...)``, an earlier segment's capsule as
+``(<capsule> (<op>, as segment 1 ran it): ...)``, or ``unknown``: a checkpoint that
 does not record them),
 whether this torchlean's source has the recorded ``torchlean_source_sha256``
 (``torchlean_source: same as this torchlean's``, ``differs ...``, or ``unknown``: a checkpoint
@@ -46,7 +50,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,18 +185,32 @@ _LABELS = ("provider", "device", "trust", "vjp", "reduction")
 torchlean's capsule table for the profile."""
 
 
-def _recorded_rows(saved: checkpoint.Checkpoint) -> list[Mapping[str, Any]]:
-    """The checkpoint's recorded capsule rows: the last segment's (:attr:`Checkpoint.capsules
-    <torchlean.checkpoint.Checkpoint.capsules>`), then those of each earlier segment of a resumed
-    run (:attr:`~torchlean.checkpoint.Checkpoint.earlier_capsules`) not already listed with the same
-    labels."""
-    rows: list[Mapping[str, Any]] = list(saved.capsules or ())
-    seen = {_identity(row) for row in rows}
-    for segment in saved.earlier_capsules or ():
-        for row in segment["capsules"] or ():
+def _segments(earlier: Sequence[Mapping[str, Any]] | None) -> list[tuple[int, int]]:
+    """The first and last segment number (from 1) that each ``earlier_capsules`` entry stands for."""
+    spans, first = [], 1
+    for entry in earlier or ():
+        spans.append((first, first + entry["segments"] - 1))
+        first += entry["segments"]
+    return spans
+
+
+def _span_text(span: tuple[int, int]) -> str:
+    """``segment 2`` or ``segments 1-3``."""
+    return f"segment {span[0]}" if span[0] == span[1] else f"segments {span[0]}-{span[1]}"
+
+
+def _recorded_rows(capsules: Sequence[Mapping[str, Any]] | None,
+                   earlier: Sequence[Mapping[str, Any]] | None) -> list[tuple[int | None, Mapping[str, Any]]]:
+    """The recorded capsule rows with the first segment that ran each: the last segment's
+    (``capsules``; segment None), then those of the earlier segments of a resumed run
+    (``earlier_capsules``) not already listed with the same labels."""
+    rows: list[tuple[int | None, Mapping[str, Any]]] = [(None, row) for row in capsules or ()]
+    seen = {_identity(row) for _, row in rows}
+    for (first, _), entry in zip(_segments(earlier), earlier or (), strict=True):
+        for row in entry["capsules"] or ():
             if _identity(row) not in seen:
                 seen.add(_identity(row))
-                rows.append(row)
+                rows.append((first, row))
     return rows
 
 
@@ -206,21 +224,21 @@ def _capsules_compared(saved: checkpoint.Checkpoint) -> dict[str, Any]:
     segment's, then an earlier segment's not among them) is in this torchlean's capsule table for its
     profile (:func:`torchlean.provenance.capsule_table`: the capsules the profile can select),
     matched by op and capsule name, with the same :data:`_LABELS`: ``capsules_match`` (None when
-    none are recorded) and ``capsules_differences``, one ``{"op", "capsule", "now"}`` per
-    recorded capsule that differs, in the recorded order, ``now`` the differing labels as this
+    none are recorded) and ``capsules_differences``, one ``{"op", "capsule", "segment", "now"}``
+    per recorded row that differs, in that order, ``segment`` None for a row of the last segment,
+    else the first earlier segment (from 1) that ran it, ``now`` the differing labels as this
     torchlean's table has them (``{"trust": "trusted-external"}``) or None when the table holds no
     such capsule (None when none are recorded, ``[]`` when they match)."""
-    rows = _recorded_rows(saved)
+    rows = _recorded_rows(saved.capsules, saved.earlier_capsules)
     if not rows:
         return {"capsules_match": None, "capsules_differences": None}
     table = {(row["op"], row["capsule"]): row for row in provenance.capsule_table(saved.profile)["capsules"]}
     differences: list[dict[str, Any]] = []
-    for row in rows:
+    for segment, row in rows:
         current = table.get((row["op"], row["capsule"]))
         now = None if current is None else {key: current[key] for key in _LABELS if current[key] != row[key]}
-        if (now is None or now) and all((d["op"], d["capsule"]) != (row["op"], row["capsule"])
-                                         for d in differences):
-            differences.append({"op": row["op"], "capsule": row["capsule"], "now": now})
+        if now is None or now:
+            differences.append({"op": row["op"], "capsule": row["capsule"], "segment": segment, "now": now})
     return {"capsules_match": not differences, "capsules_differences": differences}
 
 
@@ -245,11 +263,14 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
     said = []
     for difference in differences[:_DIFFERENCES_SHOWN]:
         now = difference["now"]
-        recorded = next(row for row in _all_rows(record)
-                        if (row["op"], row["capsule"]) == (difference["op"], difference["capsule"]))
+        segment, recorded = next(  # a segment lists an op and capsule name once
+            (segment, row) for segment, row in _recorded_rows(record["capsules"], record["earlier_capsules"])
+            if (row["op"], row["capsule"], segment) == (difference["op"], difference["capsule"],
+                                                        difference["segment"]))
         what = ("not in its table" if now is None
                 else ", ".join(f"{key} {recorded[key]}, now {value}" for key, value in now.items()))
-        said.append(f"{_text(difference['capsule'])} ({difference['op']}): {what}")
+        where = "" if segment is None else f", as segment {segment} ran it"
+        said.append(f"{_text(difference['capsule'])} ({difference['op']}{where}): {what}")
     more = len(differences) - _DIFFERENCES_SHOWN
     if more > 0:
         said.append(f"... ({len(differences)} capsules differ; {_WHOLE})")
@@ -264,39 +285,37 @@ def _row_line(row: Mapping[str, Any], indent: str = "  ") -> str:
             f"vjp={row['vjp']} reduction={row['reduction']}")
 
 
-def _all_rows(record: dict[str, Any]) -> list[Mapping[str, Any]]:
-    """The capsule rows of ``record``, the last segment's and every earlier segment's."""
-    rows: list[Mapping[str, Any]] = list(record["capsules"] or ())
-    for segment in record["earlier_capsules"] or ():
-        rows.extend(segment["capsules"] or ())
-    return rows
-
-
 def _earlier_lines(record: dict[str, Any]) -> list[str]:
-    """After ``--resume``: an ``earlier_segments:`` line, then per earlier segment whether it ran
-    under the last segment's capsule table and which of its capsules the last segment's list
-    does not hold with the same labels (review147 F1); nothing for a run of one segment."""
+    """After ``--resume``: an ``earlier_segments:`` line, then per entry of ``earlier_capsules``
+    (one or more consecutive segments) its capsule table, against the last segment's, and which of
+    its capsules the last segment's list does not hold with the same labels (review147 F1);
+    nothing for a run of one segment."""
     earlier = record["earlier_capsules"]
     if earlier is None:
         return []
-    last = record["environment"]["capsule_table_sha256"] if record["environment"] is not None else None
-    listed = {_identity(row) for row in record["capsules"] or ()}
-    total = len(earlier) + 1
-    lines = [f"earlier_segments: {len(earlier)} (the run was resumed; the capsules above are the last "
+    environment = record["environment"]
+    last = None if environment is None else environment["capsule_table_sha256"]
+    listed = None if record["capsules"] is None else {_identity(row) for row in record["capsules"]}
+    spans = _segments(earlier)
+    total = spans[-1][1] + 1
+    lines = [f"earlier_segments: {total - 1} (the run was resumed; the capsules above are the last "
              "segment's, these computed the weights before it)"]
-    for number, segment in enumerate(earlier, start=1):
-        digest = segment["capsule_table_sha256"]
-        table = ("capsule table unknown" if digest is None or last is None
+    for span, entry in zip(spans, earlier, strict=True):
+        digest = entry["capsule_table_sha256"]
+        table = ("capsule table unknown" if digest is None
                  else "the last segment's capsule table" if digest == last
+                 else f"capsule table {digest}" if last is None
                  else f"another capsule table ({digest})")
-        rows = segment["capsules"]
+        rows = entry["capsules"]
+        head = f"  {_span_text(span)} of {total}: {table}"
         if rows is None:
-            lines.append(f"  segment {number} of {total}: {table}; capsules unknown (not recorded)")
+            lines.append(f"{head}; capsules unknown (not recorded)")
             continue
-        others = [row for row in rows if _identity(row) not in listed]
+        others = rows if listed is None else [row for row in rows if _identity(row) not in listed]
         said = ("all in the last segment's list" if not others
+                else "the last segment's are unknown:" if listed is None
                 else f"{len(others)} not in the last segment's list:")
-        lines.append(f"  segment {number} of {total}: {table}; {len(rows)} capsules, {said}")
+        lines.append(f"{head}; {len(rows)} capsules, {said}")
         lines.extend(_row_line(row, "    ") for row in others)
     return lines
 

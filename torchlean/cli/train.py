@@ -18,7 +18,9 @@ per backend capsule used. ``--save PATH`` then writes the trained model as a che
 (:mod:`torchlean.checkpoint`; ``torchlean predict`` reads it) and prints ``saved: PATH`` last; the
 checkpoint records the capsules of those audit lines, the ``capsules`` list of ``--report-json``
 (one list, :attr:`torchlean.checkpoint.Checkpoint.capsules`, with its ``capsules_order``): those
-this process selected, so after ``--resume`` the resumed segment's, not an earlier segment's.
+this process selected, so after ``--resume`` the resumed segment's; the earlier segments' are
+carried into ``earlier_capsules`` (:attr:`torchlean.checkpoint.Checkpoint.earlier_capsules`, and the
+record's key of that name; review147 F1).
 ``--report-json PATH`` writes the same facts as a JSON record (the first header line's ``task``,
 ``train``, ``val`` (``null`` without ``--val-fraction``), ``test``, ``features`` and ``parameters``;
 ``classes``: the class names, ``null`` for regression; a CSV file's read settings as resolved,
