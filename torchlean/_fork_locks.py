@@ -7,6 +7,10 @@ locked region) is copied held by a frame that may never resume: a ``multiprocess
 child runs its target and exits from inside the handler (review146 F1: the child's other threads
 then waited for ever). :func:`renew_in_forked_children` registers hooks that make the fork wait
 until no other thread holds the lock, and give the child a new, free lock under the same name.
+A locked block the forking thread was inside at the fork ends in the child on the old lock object,
+which nothing else uses: until it ends, a thread the child starts is not kept out of that block's
+region by the new lock (review149 F5; a child forked from a signal handler normally runs its work
+and exits before).
 """
 
 from __future__ import annotations

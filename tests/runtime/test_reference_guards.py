@@ -202,6 +202,25 @@ def test_check_cotangent_refuses_wrong_cotangent_shape() -> None:
     )
 
 
+def test_the_reference_only_vjps_refuse_a_bad_saved_output() -> None:
+    """review149 F3: the aten comparison (test_aten_gradients.py) covers the ops both CPU providers
+    have; ``hard_masked_softmax`` and ``scatter_add`` are the reference's alone. A wrong saved
+    output broadcast into the masked softmax's gradient without the check."""
+    x = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, 1.0]])
+    mask = np.array([[True, False, True], [True, True, True]])
+    out = K.hard_masked_softmax(x, mask)
+    base, index, src = np.zeros((2, 3)), np.array([[0, 2, 2], [1, 1, 0]]), np.ones((2, 3))
+    scattered = K.scatter_add(base, index, src, axis=1)
+    for bad in (np.full((1, 1), 5.0), out.astype(np.float32), np.zeros((2, 3, 1))):
+        shown = (f"saved output out has shape {bad.shape} and dtype {bad.dtype}; accepted: the output's "
+                 "shape (2, 3)")
+        _refused(lambda bad=bad: K.hard_masked_softmax_vjp(np.ones_like(out), x, mask, out=bad),
+                 f"hard_masked_softmax: {shown}")
+        _refused(lambda bad=bad: K.scatter_add_vjp(np.ones((2, 3)), base, index, src, out=bad, axis=1),
+                 f"scatter_add: {shown}")
+    assert K.scatter_add_vjp(np.ones((2, 3)), base, index, src, out=scattered, axis=1)[1] is None
+
+
 # ------------------------------------------------------------------------------- scalar parameters
 
 
