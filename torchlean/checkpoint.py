@@ -21,8 +21,9 @@ not recorded), ``environment`` (:func:`torchlean.provenance.environment`'s block
 training settings do not hold it), ``capsules_order`` and ``capsules`` (the capsules that computed
 the run, one :func:`torchlean.backend.report.audit_to_json` row each, and the word of their order,
 :attr:`Checkpoint.capsules`; absent: not recorded), ``earlier_capsules`` (after ``--resume``,
-each earlier segment's capsule-table digest and capsules, :attr:`Checkpoint.earlier_capsules`;
-absent: one segment, or not recorded)), ``feature_mean`` and
+the earlier segments' capsule-table digests and capsules, one entry per run of consecutive
+segments that share them, with its count, :attr:`Checkpoint.earlier_capsules`; absent: one
+segment, or not recorded)), ``feature_mean`` and
 ``feature_scale`` (float64 ``[features]``), ``target_statistics`` (regression only: float64
 ``[mean, scale]``) and one ``weights/<parameter name>`` array per parameter, in the model dtype.
 Version 2 (written since ``torchlean train --resume``) may add the run's :class:`TrainingState`:

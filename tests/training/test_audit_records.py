@@ -499,8 +499,8 @@ def test_inspect_says_which_recorded_capsule_differs_from_this_torchleans(
             ) in lines
     assert record["capsules_match"] is False
     assert record["capsules_differences"] == [
-        {"op": "linear", "capsule": "reference.linear", "now": {"trust": "checked"}},
-        {"op": "relu", "capsule": "reference.relu\n", "now": None},
+        {"op": "linear", "capsule": "reference.linear", "segment": None, "now": {"trust": "checked"}},
+        {"op": "relu", "capsule": "reference.relu\n", "segment": None, "now": None},
     ]
     for row in rows[2:]:
         row["reduction"] = "implementation-defined" if row["reduction"] != "implementation-defined" else "n/a"

@@ -225,3 +225,34 @@ def test_save_refuses_metadata_load_would_refuse(
                                               r"\(16777216\); nothing was written"):
         checkpoint.save(path, huge)
     assert path.read_bytes() == resumed_twice[1].read_bytes()
+
+
+def test_inspect_when_the_last_segment_s_environment_or_capsules_are_not_recorded(
+    capsys: pytest.CaptureFixture[str], resumed_twice: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Without the last segment's environment the earlier digest is shown as it is; without its
+    capsules, every earlier capsule is listed (none can be said to be in the last list)."""
+    _, second, _ = resumed_twice
+    meta = metadata(second)
+    older = meta["earlier_capsules"][0]["capsule_table_sha256"]
+
+    def without_environment(edited: dict[str, Any]) -> None:
+        edited["environment"] = None
+
+    def without_capsules(edited: dict[str, Any]) -> None:
+        del edited["capsules"], edited["capsules_order"]
+
+    for edit, expected in (
+        (without_environment, f"  segment 1 of 2: capsule table {older}; 5 capsules, 1 not in the last "
+                              "segment's list:"),
+        (without_capsules, f"  segment 1 of 2: another capsule table ({older}); 5 capsules, the last "
+                           "segment's are unknown:"),
+    ):
+        path = rewrite_metadata(second, tmp_path / f"{edit.__name__}.npz", edit)
+        code, out, err = cli(capsys, "inspect", str(path))
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert expected in lines, out
+        listed = lines[lines.index(expected) + 1:]
+        rows = 1 if edit is without_environment else 5
+        assert all(line.startswith("    ") for line in listed[:rows]) and not listed[rows].startswith("    ")
