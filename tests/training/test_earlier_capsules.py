@@ -188,6 +188,14 @@ def test_segments_that_ran_the_same_capsules_share_one_entry(
     assert ("  segments 2-4 of 5: the last segment's capsule table; 5 capsules, all in the last segment's "
             "list") in out.splitlines()
 
+    def relabel(edited: dict[str, Any]) -> None:  # review150 F2: a run of segments is named whole
+        row = next(r for r in edited["earlier_capsules"][1]["capsules"] if r["capsule"] == "aten.relu")
+        row["vjp"] = "torchlean-tape"
+
+    code, out, _ = cli(capsys, "inspect", str(rewrite_metadata(third, tmp_path / "relabelled.npz", relabel)))
+    assert ("capsules_match: differs from this torchlean's for profile fast_cpu (aten.relu (relu, as "
+            "segments 2-4 ran it): vjp torchlean-tape, now backend-vjp)") in out.splitlines()
+
 
 def test_an_earlier_row_relabelled_is_named_with_its_segment(
     capsys: pytest.CaptureFixture[str], resumed_twice: tuple[Path, Path, Path], tmp_path: Path

@@ -21,7 +21,8 @@ last segment's list:`` and those capsules' lines: :func:`_earlier_lines`), and w
 each recorded capsule is still in this torchlean's capsule table for the profile with the same labels
 (``capsules_match: same as this torchlean's ...``, ``differs from this torchlean's ...
 (<capsule> (<op>): trust checked, now trusted-external; ...)``, an earlier segment's capsule as
-``(<capsule> (<op>, as segment 1 ran it): ...)``, or ``unknown``: a checkpoint that
+``(<capsule> (<op>, as segment 1 ran it): ...)`` (``segments 2-4`` for a run of segments
+that shared a table and list), or ``unknown``: a checkpoint that
 does not record them),
 whether this torchlean's source has the recorded ``torchlean_source_sha256``
 (``torchlean_source: same as this torchlean's``, ``differs ...``, or ``unknown``: a checkpoint
@@ -269,7 +270,8 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
                                                         difference["segment"]))
         what = ("not in its table" if now is None
                 else ", ".join(f"{key} {recorded[key]}, now {value}" for key, value in now.items()))
-        where = "" if segment is None else f", as segment {segment} ran it"
+        spans = {span[0]: span for span in _segments(record["earlier_capsules"])}
+        where = "" if segment is None else f", as {_span_text(spans[segment])} ran it"
         said.append(f"{_text(difference['capsule'])} ({difference['op']}{where}): {what}")
     more = len(differences) - _DIFFERENCES_SHOWN
     if more > 0:
