@@ -1245,15 +1245,15 @@ class Trainer(Generic[In, Out]):
         session = self.open()
         known = {kernel.capsule.identity for kernel in self.selected}
         for kernel in step.program.plan.kernels:
-            if kernel.capsule.identity in known:
-                for index, listed in enumerate(self._graph_kernels):  # review147 F4, as the session's
-                    if listed.capsule.identity == kernel.capsule.identity and gradient_acceptance_of(
-                            listed, kernel):
-                        self._graph_kernels[index] = kernel
+            identity = kernel.capsule.identity
+            if identity not in known:
+                known.add(identity)
+                session.report(kernel)
+                self._graph_kernels.append(kernel)
                 continue
-            known.add(kernel.capsule.identity)
-            session.report(kernel)
-            self._graph_kernels.append(kernel)
+            for index, listed in enumerate(self._graph_kernels):  # review147 F4, as the session's
+                if listed.capsule.identity == identity and gradient_acceptance_of(listed, kernel):
+                    self._graph_kernels[index] = kernel
         step.recorded = True
 
     def _loss_and_gradients(

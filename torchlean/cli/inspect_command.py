@@ -262,15 +262,16 @@ def _capsule_lines(record: dict[str, Any], profile: str) -> list[str]:
         lines.append(f"capsules_match: same as this torchlean's for profile {shown_profile}")
         return lines
     said = []
+    recorded_rows = {  # a segment lists an op and capsule name once
+        (row["op"], row["capsule"], segment): row
+        for segment, row in _recorded_rows(record["capsules"], record["earlier_capsules"])
+    }
+    spans = {span[0]: span for span in _segments(record["earlier_capsules"])}
     for difference in differences[:_DIFFERENCES_SHOWN]:
-        now = difference["now"]
-        segment, recorded = next(  # a segment lists an op and capsule name once
-            (segment, row) for segment, row in _recorded_rows(record["capsules"], record["earlier_capsules"])
-            if (row["op"], row["capsule"], segment) == (difference["op"], difference["capsule"],
-                                                        difference["segment"]))
+        now, segment = difference["now"], difference["segment"]
+        recorded = recorded_rows[(difference["op"], difference["capsule"], segment)]
         what = ("not in its table" if now is None
                 else ", ".join(f"{key} {recorded[key]}, now {value}" for key, value in now.items()))
-        spans = {span[0]: span for span in _segments(record["earlier_capsules"])}
         where = "" if segment is None else f", as {_span_text(spans[segment])} ran it"
         said.append(f"{_text(difference['capsule'])} ({difference['op']}{where}): {what}")
     more = len(differences) - _DIFFERENCES_SHOWN

@@ -1208,6 +1208,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     selected = trainer.selected
     # one list: the record's capsules and the checkpoint's (review108 F6)
     capsules = [report.audit_to_json(k.audit()) for k in selected]
+    earlier = _resume.earlier_capsules(resumed)  # the earlier segments' (review147 F1), also one value
     preference_notes = print_capsules_used(selected, profile, sys.stdout, execution,
                                            len(trainer.selected_outside_graph))
     if kernel_times is not None:
@@ -1246,7 +1247,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             training=_resume.training_state(args, trainer, dataset, held_out),
             capsules=capsules,  # this segment's selections (after --resume, the resumed run's)
             capsules_order=RECORD_ORDERS[execution],
-            earlier_capsules=_resume.earlier_capsules(resumed),
+            earlier_capsules=earlier,
         ))
         stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
@@ -1254,7 +1255,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     record["seconds"] = time.perf_counter() - started
     record["capsules_order"] = RECORD_ORDERS[execution]
     record["capsules"] = capsules
-    record["earlier_capsules"] = _resume.earlier_capsules(resumed)  # as the checkpoint
+    record["earlier_capsules"] = earlier  # as the checkpoint
     record["preference_notes"] = list(preference_notes)
     if args.report_json is not None:
         write_json_record(args.report_json, record)
