@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -349,3 +350,19 @@ def test_aten_vjp_summaries_name_atens_own_backward_kernel_where_it_runs() -> No
         else:
             assert capsule.vjp_contract.summary.startswith(rule), capsule.name
             assert capsule.vjp_mode is VJPMode.TORCHLEAN_TAPE, capsule.name
+
+
+def test_same_identity_and_is_trusted_external_follow_the_anchor() -> None:
+    """anchor-backend.md: ``sameIdentity`` compares only ``(name, op, provider, device)``;
+    ``isTrustedExternal(c)`` is ``c.trustLevel == trustedExternal``."""
+    relu = next(c for c in reference.CAPSULES if c.op is BackendOp.RELU)
+    relabelled = dataclasses.replace(relu, trust_level=TrustLevel.TRUSTED_EXTERNAL, supports_forward=False)
+    assert relu.same_identity(relabelled) and relabelled != relu
+    assert not relu.same_identity(dataclasses.replace(relu, name="reference.relu_v2"))
+    assert not relu.same_identity(dataclasses.replace(relu, device=Device.CUDA))
+    assert not relu.same_identity(dataclasses.replace(relu, provider=Provider.ATEN))
+    every = (*reference.CAPSULES, *native_cuda.CAPSULES, *attention.CAPSULES, *libtorch.CAPSULES)
+    external = [c for c in every if c.is_trusted_external]
+    assert external and all(c.trust_level is TrustLevel.TRUSTED_EXTERNAL for c in external)
+    assert [c.name for c in external] == [c.name for c in libtorch.CAPSULES]
+    assert not relu.is_trusted_external and relabelled.is_trusted_external
