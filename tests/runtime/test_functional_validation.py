@@ -905,10 +905,15 @@ def test_seeds_at_or_beyond_2_pow_64_are_refused_not_wrapped(call: Callable[[int
 
 
 def test_a_session_seed_beyond_2_pow_64_is_refused_at_the_random_op() -> None:
-    """Opening refuses such a seed; one assigned to the session afterwards is refused at the op."""
-    with tl.session() as s, pytest.raises(GuardError, match=r"rand_uniform: session seed = 1844"):
-        s.seed = 2**64 + 5
-        tl.rand_uniform((2,))
+    """Opening refuses such a seed and a session's seed cannot be assigned (review152 F1); one
+    written past both into the private field is still refused at the op."""
+    with tl.session() as s:
+        with pytest.raises(AttributeError, match=r"Session\.seed is fixed when the session opens"):
+            s.seed = 2**64 + 5  # type: ignore[assignment]
+        assert s.seed == 0
+        s._seed = 2**64 + 5
+        with pytest.raises(GuardError, match=r"rand_uniform: session seed = 1844"):
+            tl.rand_uniform((2,))
 
 
 # --------------------------------------------------------------- 10. flags must be bools

@@ -844,6 +844,29 @@ def test_session_show_backend_takes_a_numpy_bool() -> None:
     assert tl.session("checked_cpu", show_backend=np.False_).show_backend is False
 
 
+def test_a_sessions_profile_and_seed_are_fixed_once_it_has_accepted_kernels() -> None:
+    """review152 F1: assigning ``profile`` left the kernels accepted under the old one running (and
+    no-grad ops accepted under it) while the session, trainers and checkpoints named the new one."""
+    s = tl.session("libtorch_forward_cpu", seed=3)
+    q = tl.tensor(np.random.default_rng(0).random((1, 2, 3, 4)))
+    with s:
+        tl.scaled_dot_product_attention(q, q, q)
+        with pytest.raises(AttributeError, match=r"^Session\.profile is fixed when the session opens .*"
+                           r"so 'checked_cpu' was not assigned; open a new session instead: "
+                           r"torchlean\.session\('checked_cpu'\)$"):
+            s.profile = profiles.get("checked_cpu")  # type: ignore[assignment]
+        with pytest.raises(AttributeError, match=r"so 'mine' was not assigned; .*<your BackendProfile>"):
+            s.profile = dataclasses.replace(profiles.get("checked_cpu"), name="mine")  # type: ignore[assignment]
+        seed_refusal = r"^Session\.seed is fixed .* so 4 was not assigned; .*seed=4\) "
+        with pytest.raises(AttributeError, match=seed_refusal + r"\(to move along this session's random "
+                           r"stream, set its random_counter\)$"):
+            s.seed = 4  # type: ignore[assignment]
+        after = tl.scaled_dot_product_attention(q, q, q)
+    assert (s.profile.name, s.seed) == ("libtorch_forward_cpu", 3)
+    assert after.produced_by is not None and after.produced_by.capsule.name == "libtorch.sdpa_forward"
+    s.show_backend = False  # printing is not part of the record: it stays a setting
+
+
 def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -> None:
     """Beyond the original's session check (a capsule for the device): an availability that admits
     none of the profile's capsules there, or a policy that refuses every one it admits (an ``only``

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Any, NoReturn, TextIO
+from typing import Any, Never, NoReturn, TextIO
 
 import numpy as np
 
@@ -182,6 +182,28 @@ def gradient_acceptance_of(listed: AcceptedKernel, accepted: AcceptedKernel) -> 
     return listed.policy.vjp_mode is VJPMode.NONE and accepted.policy.vjp_mode is not VJPMode.NONE
 
 
+def _spelling(value: object) -> str:
+    """How to pass ``value`` to ``torchlean.session``: a shipped profile (or its name) by name."""
+    name = value.name if isinstance(value, BackendProfile) else value
+    return repr(name) if isinstance(name, str) and name in profiles.names() else "<your BackendProfile>"
+
+
+_WHY_FIXED = {
+    "profile": "the kernels it accepted were accepted under it, and trainers, checkpoints and "
+    "environment records name it",
+    "seed": "its random ops drew from it, and trainers and checkpoints record it",
+}
+
+
+def _fixed_at_open(setting: str, value: object, instead: str) -> str:
+    """The refusal of an assignment to a session setting fixed when it opens (review152 F1)."""
+    shown = value.name if isinstance(value, BackendProfile) else value
+    return (
+        f"Session.{setting} is fixed when the session opens ({_WHY_FIXED[setting]}), so {shown!r} "
+        f"was not assigned; open a new session instead: {instead}"
+    )
+
+
 class Session:
     """An eager session over one backend profile (see the module docstring).
 
@@ -225,9 +247,9 @@ class Session:
             raise refusal
         resolved = _resolve_profile(profile)
         validate_for_execution(resolved)
-        self.profile: BackendProfile = resolved
+        self._profile = resolved
         self.show_backend = bool(show_backend)
-        self.seed = int(seed)
+        self._seed = int(seed)
         self._stream = stream
         self._inference_profile = resolved.with_vjp_mode(VJPMode.NONE)
         self._selected: list[AcceptedKernel] = []
@@ -236,6 +258,41 @@ class Session:
         self._random_counter = 0
         if show_backend:
             self._print(BANNER)
+
+    @property
+    def profile(self) -> BackendProfile:
+        """The backend profile the session opened with, fixed for its life: the kernels it accepted
+        were accepted under it, and its no-grad twin (VJP mode none) was derived from it at open.
+
+        Raises (on assignment):
+            AttributeError: ``Session.profile is fixed when the session opens ...``: another
+                profile assigned would leave the kernels accepted under this one running while
+                ``Trainer.profile``, checkpoints and environment records named the new one
+                (review152 F1); open a new session instead. mypy refuses the assignment too.
+        """
+        return self._profile
+
+    @profile.setter
+    def profile(self, value: Never) -> None:
+        raise AttributeError(_fixed_at_open("profile", value, f"torchlean.session({_spelling(value)})"))
+
+    @property
+    def seed(self) -> int:
+        """The default seed of random ops called without one, fixed for the session's life (the
+        trainer records it; ``random_counter`` is the part of the random stream that moves).
+
+        Raises (on assignment):
+            AttributeError: ``Session.seed is fixed when the session opens ...``; open a new
+                session, or set ``random_counter`` to move along this one's stream.
+        """
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: Never) -> None:
+        raise AttributeError(
+            _fixed_at_open("seed", value, f"torchlean.session(..., seed={value!r})")
+            + " (to move along this session's random stream, set its random_counter)"
+        )
 
     def __repr__(self) -> str:
         return f"Session(profile={self.profile.name!r}, selected={[k.capsule.name for k in self._selected]})"
