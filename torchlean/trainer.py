@@ -665,16 +665,18 @@ class _GraphStep:
         return [feeds[node] for node in program.input_ids]
 
 
-def _preflight(session: Session, ops: Sequence[BackendOp], grad_enabled: bool, why: str) -> None:
+def _preflight(
+    session: Session, ops: Sequence[BackendOp], grad_enabled: bool, why: str
+) -> list[SessionError]:
     """Have ``session`` select, accept and bind (without running or recording) ``ops``, which a
     typed-graph step runs eagerly besides its graph (a dropout mask's ``bernoulli_mask``, drawn
     before the graph runs; batch norm's running-statistics update,
     :data:`~torchlean.nn.eager.RUNNING_STATISTICS_OPS`, after it), so a profile that cannot serve
     one is refused before the graph's first kernel runs, as the graph's own ops are (review93 M1).
-
-    Raises:
-        SessionError: the session's selection message, with ``why`` the op is needed.
+    Returns the refusals, each the session's selection message with ``why`` the op is needed and
+    its notes, one per op refused (all of them, not the first: review152 F2).
     """
+    refusals = []
     for op in ops:
         try:
             session.preflight(op, grad_enabled=grad_enabled)
@@ -682,7 +684,27 @@ def _preflight(session: Session, ops: Sequence[BackendOp], grad_enabled: bool, w
             refused = SessionError(f"{error} ({why.format(op=op.label)}; refused before the graph runs)")
             for note in getattr(error, "__notes__", ()):
                 refused.add_note(note)
-            raise refused from error
+            refused.__cause__ = error
+            refusals.append(refused)
+    return refusals
+
+
+def _graph_refusal(
+    profile_name: str, graph_problems: Sequence[str], notes: Sequence[str], eager: Sequence[SessionError]
+) -> SessionError:
+    """One refusal of a typed graph naming everything a profile refuses at once (review152 F2): the
+    graph's own problems (ops no capsule covers, or the gate's failures, each once) after
+    ``typed graph rejected by profile NAME:``, then the refusals of the ops the step runs eagerly
+    beside the graph (:func:`_preflight`), each with its own ``torch: kernel selection failed``
+    message; every note once, in order."""
+    messages = list(dict.fromkeys(graph_problems))
+    head = [f"typed graph rejected by profile {profile_name}: {'; '.join(messages)}"] if messages else []
+    refused = SessionError("; ".join([*head, *(str(error) for error in eager)]))
+    for note in dict.fromkeys([*notes, *(n for error in eager for n in getattr(error, "__notes__", ()))]):
+        refused.add_note(note)
+    if len(eager) == 1 and not messages:
+        refused.__cause__ = eager[0].__cause__
+    return refused
 
 
 _RUNNING_STATISTICS_NEED = (
@@ -1205,23 +1227,26 @@ class Trainer(Generic[In, Out]):
             lowered = ops.lowered(out)
             session = self.open()
             profile = session.effective_profile(grad_enabled=with_loss)  # eval: no_grad policy (review93 L1)
+            problems: list[str] = []
+            notes: list[str] = []
+            plan = None
             try:
                 result = profile.accept_graph(lowered.built.graph)
             except PlanningError as error:  # an op no capsule covers: a SessionError, as in eager mode
-                rejected = SessionError(
-                    f"typed graph rejected by profile {self.profile.name}: {'; '.join(error.messages)}"
-                )
-                for op in error.missing_ops:  # each candidate's reason (none for a registry error)
-                    rejected.add_note(profile.explain(op))
-                raise rejected from None
-            if result.plan is None:
-                reasons = "; ".join(f.message for f in result.failures)
-                raise SessionError(f"typed graph rejected by profile {self.profile.name}: {reasons}")
+                problems.extend(error.messages)
+                # each candidate's reason (none for a registry error)
+                notes.extend(profile.explain(op) for op in error.missing_ops)
+            else:
+                plan = result.plan
+                problems.extend(f.message for f in result.failures)
+            eager = []
             if lowered.dropout_masks:  # drawn under the caller's gradient mode, as here
-                _preflight(session, (BackendOp.BERNOULLI_MASK,), is_grad_enabled(), _DROPOUT_NEED)
+                eager += _preflight(session, (BackendOp.BERNOULLI_MASK,), is_grad_enabled(), _DROPOUT_NEED)
             if lowered.running_updates:
-                _preflight(session, RUNNING_STATISTICS_OPS, False, _RUNNING_STATISTICS_NEED)
-            program = GraphProgram(lowered.built.graph, lowered.built.payloads, result.plan,
+                eager += _preflight(session, RUNNING_STATISTICS_OPS, False, _RUNNING_STATISTICS_NEED)
+            if plan is None or eager:
+                raise _graph_refusal(self.profile.name, problems, notes, eager)
+            program = GraphProgram(lowered.built.graph, lowered.built.payloads, plan,
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
             step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
                               lowered.embedding_indices)
