@@ -13,7 +13,7 @@ from torchlean.backend.availability import Availability
 from torchlean.backend.errors import SessionError
 from torchlean.backend.planner import explain_op
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
-from torchlean.backend.registry import CapsuleModule, RegistryError
+from torchlean.backend.registry import CapsuleModule, RegistryError, all_modules
 from torchlean.backend.vocabulary import BackendOp, Device, Provider, TrustLevel, VJPMode
 
 B = BackendOp
@@ -112,6 +112,20 @@ def test_capsules_outside_the_profile_are_named_with_the_profiles_that_include_t
     ]
     names = [line.split()[0] for line in profiles.get("fast_cpu").explain(B.MATMUL).splitlines()[1:-1]]
     assert names == ["native_cuda.matmul", "reference.matmul", "aten.matmul"]  # nothing outside
+
+
+def test_a_module_of_your_own_named_like_a_shipped_one_hides_none_of_its_capsules() -> None:
+    """review152 F4: a module named ``aten`` holding only ``aten.relu`` hid ``aten.matmul``, which
+    this profile leaves out; ``aten.relu`` itself is in the profile, so it is not listed outside."""
+    aten = next(m for m in all_modules() if m.name == "aten")
+    own = CapsuleModule("aten", [c for c in aten.capsules if c.op is B.RELU])
+    profile = profiles.get("checked_cpu").with_capsule_modules([own])
+    assert profile.explain(B.MATMUL).splitlines()[-2:] == [
+        "  aten.matmul (aten/cpu): not in this profile's capsule modules "
+        "(module aten; included by: fast_cpu)",
+        "result: matmul -> reference.matmul",
+    ]
+    assert "not in this profile's capsule modules" not in profile.explain(B.RELU).split("aten.relu")[-1]
 
 
 STRICT_NOTE = (

@@ -313,16 +313,17 @@ class BackendProfile:
         )
 
     def _outside_lines(self, op: BackendOp) -> list[str]:
-        """One line per shipped capsule for ``op`` in a module this profile does not include (the
-        opt-in ``aten`` and ``libtorch`` modules), naming the profiles that do include it."""
-        inside = {module.name for module in self.capsule_modules}
+        """One line per shipped capsule for ``op`` that this profile's modules leave out (those of
+        the opt-in ``aten`` and ``libtorch`` modules), naming the profiles that include it. A
+        capsule is inside when one of the profile's capsules has its identity, whatever its module
+        is called (a module of your own named ``aten`` hid every shipped ``aten`` capsule:
+        review152 F4)."""
+        inside = {capsule.identity for module in self.capsule_modules for capsule in module.capsules}
         lines: list[str] = []
         for module in all_modules():
-            if module.name in inside:
-                continue
             including = [p.name for p in _PROFILES.values() if module in p.capsule_modules]
             for capsule in module.capsules:
-                if capsule.op is op:
+                if capsule.op is op and capsule.identity not in inside:
                     lines.append(
                         f"  {capsule.name} ({capsule.provider.label}/{capsule.device.label}): not in this "
                         f"profile's capsule modules (module {module.name}; included by: "
