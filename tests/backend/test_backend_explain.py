@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from backend_builders import make_capsule, misaligned
@@ -293,3 +294,26 @@ def test_a_planning_refusal_notes_each_missing_ops_explain() -> None:
         "provider reference is excluded by only libtorch"
     )
     assert excluded in notes[1].splitlines()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _TrustsNothing(AssurancePolicy):
+    """A narrowing assurance of a lab's own: no trust level is enough."""
+
+    def accepts_trust(self, level: TrustLevel) -> bool:
+        return False
+
+
+def test_a_trust_refusal_by_an_assurance_of_your_own_names_its_rule() -> None:
+    """review152 F6: ``checked is rejected by assurance checked`` read as a contradiction; the
+    subclass's rule is named. The shipped policies' verdicts keep the original's words."""
+    base = profiles.get("checked_cpu")
+    profile = dataclasses.replace(base, name="nothing",
+                                  policy=dataclasses.replace(base.policy, assurance=_TrustsNothing()))
+    refused = "trust: checked is rejected by assurance checked (_TrustsNothing.accepts_trust)"
+    assert f"  reference.relu (reference/cpu): {refused}" in profile.explain(B.RELU).splitlines()
+    with pytest.raises(SessionError, match=re.escape(f"({refused})")):
+        Session(profile)
+    strict = profiles.get("libtorch_forward_strict_cpu").explain(B.SCALED_DOT_PRODUCT_ATTENTION)
+    assert ("  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance "
+            "checked") in strict.splitlines()

@@ -918,6 +918,15 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
         refusal = re.escape(f"capsule `{shown_alike}` (aten/cpu, op reduce_sum) takes the name")
         with pytest.raises(RegistryError, match=refusal):
             fast.with_capsule_modules([CapsuleModule("mylib", (alike,))])
+    # review152 F5: a look-alike letter of another script in place of a shipped name's letter
+    for alike, shown in (("r\u0435ference.reduce_sum", "U+0435 in place of e"),  # Cyrillic е
+                         ("reference.reduce_\u0455um", "U+0455 in place of s")):  # Cyrillic ѕ
+        refusal = (f"capsule `{alike}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
+                   f"`reference.reduce_sum` ({shown}), which is the one for reference/cpu, op reduce_sum; ")
+        with pytest.raises(RegistryError, match=re.escape(refusal)):
+            fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
+    for free in ("aten.r\u0435duce_sum", "mylib.r\u0435duce_sum"):  # its own triple's name; a new one
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=free),))])
     # a name shipped for two devices (libtorch.sdpa_forward: cpu and cuda) is free on either, not
     # on a third
     sdpa = next(c for m in all_modules() for c in m.capsules if c.name == "libtorch.sdpa_forward")

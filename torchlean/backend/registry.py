@@ -16,7 +16,7 @@ import functools
 import importlib
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from torchlean.backend.capsule import KernelCapsule, first_claim_difference
@@ -167,23 +167,49 @@ def check_names(module: CapsuleModule) -> None:
     handler would read as the reference kernel. A copy with the shipped capsule's op, provider and
     device may keep the name (it runs that capsule's handler, under the claims rule). Names are
     compared as a reader would match them: Unicode NFKC, surrounding whitespace dropped, case
-    folded (``" Reference.reduce_sum"`` is refused too).
+    folded (``" Reference.reduce_sum"`` is refused too); and a name that differs from a shipped
+    one, character for character, only where it holds a character outside ASCII (a Cyrillic ``е``
+    for the Latin ``e``: ``rеference.relu``; review152 F5) counts as that name. Look-alikes that
+    change the name's length (two characters drawn as one) are not caught.
 
     Raises:
         RegistryError: ``capsule module `{module}`: capsule `{name}` ({provider}/{device}, op {op})
-            takes the name of the shipped capsule for ...; give it a name of its own``.
+            takes the name of the shipped capsule for ...; give it a name of its own``, or
+            ``... looks like the name of the shipped capsule `{shipped}` (U+0435 in place of e) ...``.
     """
     shipped = _built_in_triples_by_name()
     for capsule in module.capsules:
-        triples = shipped.get(_shown_name(capsule.name))
+        shown = _shown_name(capsule.name)
+        alike, differences = _look_alike(shown, shipped)
+        triples = shipped.get(alike)
         if triples is None or (capsule.op, capsule.provider, capsule.device) in triples:
             continue
         owners = ", ".join(f"{p.label}/{d.label}, op {o.label}" for o, p, d in triples)
+        what = (
+            f"looks like the name of the shipped capsule `{alike}` ({differences}), which is the one "
+            if differences
+            else "takes the name of the shipped capsule "
+        )
         raise RegistryError(
             f"capsule module `{module.name}`: capsule `{capsule.name}` ({capsule.provider.label}/"
-            f"{capsule.device.label}, op {capsule.op.label}) takes the name of the shipped capsule "
-            f"for {owners}; give it a name of its own"
+            f"{capsule.device.label}, op {capsule.op.label}) {what}for {owners}; give it a name of its own"
         )
+
+
+def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
+    """The shipped name ``shown`` is taken for (:func:`check_names`) and how it differs from it:
+    ``shown`` itself and ``""`` when shipped or all ASCII; else the first shipped name of its
+    length that it matches wherever it holds an ASCII character, with the differences as
+    ``U+0435 in place of e``; else ``shown`` and ``""``."""
+    if shown.isascii() or shown in shipped:
+        return shown, ""
+    for name in shipped:
+        if len(name) != len(shown):
+            continue
+        pairs = [(ours, theirs) for ours, theirs in zip(shown, name, strict=True) if ours != theirs]
+        if all(not ours.isascii() for ours, _ in pairs):
+            return name, ", ".join(f"U+{ord(ours):04X} in place of {theirs}" for ours, theirs in pairs)
+    return shown, ""
 
 
 @functools.cache
