@@ -16,6 +16,7 @@ from test_cli_review86 import SMALL, _refused
 from test_environment_review64 import edited
 
 from torchlean import checkpoint
+from torchlean.autograd import session as session_module
 from torchlean.backend import profiles
 from torchlean.backend.providers.native_cuda import extension
 from torchlean.cli._imbalance import baseline_note
@@ -146,10 +147,17 @@ def test_train_under_a_cuda_profile_without_cuda_names_its_cpu_counterpart(
     assert code == 0 and "test_accuracy=" in out, err
 
 
+@pytest.mark.parametrize("cuda_runs", [False, True])
 def test_typed_graph_under_a_cuda_profile_names_the_counterpart_and_eager(
-    capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cuda_runs: bool
 ) -> None:
+    """Eager execution under the CUDA profile is offered as a way to run here only where CUDA runs
+    (review151 L1: without CUDA, the advice led to the next refusal)."""
+    monkeypatch.setattr(session_module, "_cuda_probe", lambda: None if cuda_runs else "no CUDA here")
+    eager = ("; or --execution eager with --profile checked_cuda, where cuda runs" if cuda_runs else
+             "; or, on a machine where cuda runs (this one cannot), --execution eager with --profile "
+             "checked_cuda")
     assert _refused(capsys, "train", "--execution", "typed-graph", "--profile", "checked_cuda") == (
         "typed graph execution currently supports device `cpu`; requested `cuda`" + _hint("checked_cuda")
-        + "; or --execution eager with --profile checked_cuda, where cuda runs"
+        + eager
     )

@@ -17,6 +17,7 @@ import torch
 from cli_runs import cli
 
 from torchlean import checkpoint, provenance
+from torchlean.autograd import session as session_module
 from torchlean.backend import profiles
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.fields import BackendTypeError
@@ -141,22 +142,31 @@ def _as_run_under(source: Path, profile: str, execution: str, target: Path) -> P
     return target
 
 
-def _hint(path: Path, profile: str) -> str:
+def _hint(path: Path, profile: str, cuda_runs: bool = False) -> str:
+    eager = (f"; or --execution eager with profile {profile}, where cuda runs" if cuda_runs else
+             "; or, on a machine where cuda runs (this one cannot), --execution eager with profile "
+             f"{profile}")
     return (f"profile {profile} is checkpoint {path}'s trained_under (predict runs under it unless --profile "
             f"is given): --profile {COUNTERPARTS[profile]} predicts on the CPU (with other kernels: values "
-            f"may differ in the last bits); or --execution eager with profile {profile}, where cuda runs")
+            f"may differ in the last bits){eager}")
 
 
 @pytest.mark.parametrize("profile", list(COUNTERPARTS))
 def test_typed_graph_under_the_checkpoint_s_cuda_profile_names_its_cpu_counterpart(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, trained: Path, profile: str
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, trained: Path,
+    profile: str
 ) -> None:
+    monkeypatch.setattr(session_module, "_cuda_probe", lambda: "no CUDA here")
     eager = _as_run_under(trained, profile, "eager", tmp_path / "eager.npz")
     code, out, err = cli(capsys, "predict", str(eager), "--dataset", "iris", "--execution", "typed-graph")
     assert (code, out, err) == (2, "", (
         f"error: --execution typed-graph runs on cpu only, and profile {profile} targets cuda; "
         f"{_hint(eager, profile)}\n"
     ))
+    with monkeypatch.context() as patched:  # where CUDA runs, eager is a way to run here (review151 L1)
+        patched.setattr(session_module, "_cuda_probe", lambda: None)
+        code, out, err = cli(capsys, "predict", str(eager), "--dataset", "iris", "--execution", "typed-graph")
+    assert err.endswith(f"{_hint(eager, profile, cuda_runs=True)}\n") and code == 2
     graph = _as_run_under(trained, profile, "typed-graph", tmp_path / "graph.npz")
     code, out, err = cli(capsys, "predict", str(graph), "--dataset", "iris")
     assert (code, out, err) == (2, "", (

@@ -401,13 +401,6 @@ THREADS_REFUSAL = "error: argument --torch-threads: expected an integer in [1, 1
             "takes any number)",
         ),
         (
-            ["--execution", "typed-graph", "--profile", "checked_cuda"],
-            "error: typed graph execution currently supports device `cpu`; requested `cuda`; --profile "
-            "checked_cuda runs on cuda: --profile checked_cpu trains on the CPU under the same assurance "
-            "(with other kernels: values may differ in the last bits); or --execution eager with --profile "
-            "checked_cuda, where cuda runs",
-        ),
-        (
             ["--epochs"],
             "error: argument --epochs: expected one argument (write --epochs=VALUE for a value that "
             "starts with '-')",

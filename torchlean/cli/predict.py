@@ -144,6 +144,7 @@ from torchlean.cli._args import (
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._checkpoint_input import csv_refusal
 from torchlean.cli._completion import completed
+from torchlean.cli._eager_hint import eager_alternative
 from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     STDOUT,
@@ -1236,7 +1237,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                     f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which")
             raise TorchLeanError(_trained_under_clause(
                 f"{mode} runs on cpu only, and profile {name} targets {device}", saved, args.checkpoint
-            ) + f"; or --execution eager with profile {name}, where {device} runs")
+            ) + eager_alternative(config.resolve_profile(), f"profile {name}"))
         raise TorchLeanError(
             f"checkpoint {shown_path(args.checkpoint)} was saved with execution typed-graph, which runs on "
             f"cpu only, and profile {name} targets {device} "

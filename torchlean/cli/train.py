@@ -125,6 +125,7 @@ from torchlean.cli._args import (
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
 from torchlean.cli._completion import completed
+from torchlean.cli._eager_hint import eager_alternative
 from torchlean.cli._loading import loading_bar
 from torchlean.cli._output import (
     check_distinct,
@@ -580,7 +581,7 @@ def _cpu_counterpart_hint(error: object, profile: profiles.BackendProfile, execu
     counterpart = profiles.cpu_counterpart(profile.name)
     cpu = "a cpu profile" if counterpart is None else f"--profile {counterpart.name}"
     device = profile.policy.device.label
-    eager = (f"; or --execution eager with --profile {profile.name}, where {device} runs"
+    eager = (eager_alternative(profile, f"--profile {profile.name}")
              if execution is ExecutionMode.TYPED_GRAPH else "")
     return (f"{error}; --profile {profile.name} runs on {device}: {cpu} trains on the CPU under the same "
             f"assurance (with other kernels: values may differ in the last bits){eager}")
