@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from torchlean.backend.errors import GuardError, TorchLeanError
 from torchlean.backend.providers.reference import guards
@@ -382,6 +383,22 @@ def test_check_scatter_add_refuses_out_of_range_indices_and_bad_shapes() -> None
         lambda: K.scatter_add(base, IDX, np.ones((2, 2), dtype=np.float32), axis=1),
         "scatter_add: src has dtype float32 but base has dtype float64",
     )
+
+
+def test_gather_and_scatter_add_refuse_0_d_operands_saying_how_to_run_them() -> None:
+    """review153 L1: torch reads a 0-d operand as one element along dim 0 or -1; the refusal says
+    so, and the reshaped call it names gives torch's values (torch float64 is the oracle)."""
+    x, index, src = np.array(5.0), np.array(0, dtype=np.int64), np.array(1.0)
+    how = "is 0-d (accepted: rank >= 1; torch reads a 0-d operand as one element along dim 0 or -1"
+    for axis in (0, -1):
+        _refused(lambda axis=axis: K.gather(x, index, axis=axis), f"gather: input x {how}")
+        _refused(lambda axis=axis: K.scatter_add(x, index, src, axis=axis), f"scatter_add: base {how}")
+    gathered = K.gather(x.reshape(1), index.reshape(1), axis=0)
+    scattered = K.scatter_add(x.reshape(1), index.reshape(1), src.reshape(1), axis=0)
+    t = torch.tensor(5.0, dtype=torch.float64)
+    assert gathered.reshape(()) == t.gather(0, torch.tensor(0)).item() == 5.0
+    one = torch.tensor(1.0, dtype=torch.float64)
+    assert scattered.reshape(()) == t.scatter_add(0, torch.tensor(0), one).item() == 6.0
 
 
 # ------------------------------------------------------------------------------------ contractions
