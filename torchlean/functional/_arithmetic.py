@@ -84,8 +84,11 @@ def mul(a: Operand, b: Operand) -> Tensor:
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x * 10**400``).
         GuardError, TensorTypeError, DeviceError: as :func:`add` (no dtype promotion; an int64
-            or bool tensor is refused by ``scale`` when the other operand is a number).
+            or bool tensor times a number is refused naming ``mul``, which records ``scale``, and
+            the conversion to make: review153 L3).
     """
+    if _is_number(a) or _is_number(b):
+        _check_floats("mul", "`*` by a number records scale", (a, b))
     if isinstance(a, Tensor) and _is_number(b):
         factor = _factor(b, a)
         if math.isfinite(factor):
