@@ -941,7 +941,7 @@ def test_an_int64_label_tensor_is_sliced_reshaped_and_stacked_but_not_computed_w
         logits = tl.tensor(logits_np, requires_grad=True)
         loss = tl.cross_entropy(logits[:3], labels[:3])
         loss.backward()
-        with pytest.raises(GuardError, match="input x has dtype int64; accepted: float32 or float64"):
+        with pytest.raises(GuardError, match=r"^mul: operand a has dtype int64; accepted: float32 or"):
             labels * 2
     t_logits = torch.tensor(logits_np, requires_grad=True)
     expected = TF.cross_entropy(t_logits[:3], torch.tensor(labels_np[:3]))
