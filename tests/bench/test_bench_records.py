@@ -226,6 +226,9 @@ def test_run_summary_combines_tables(bench_script: Loader, tmp_path: Path) -> No
         ("csv_load", ["{dir}"], "is a directory; give a file path such as"),
         ("csv_load", ["{file}/c.json"], "argument path: cannot write the record"),
         ("exception_probe", ["{file}/x.json"], "argument out: cannot write the record"),
+        ("first_call_exp", ["{dir}/f.json", "--runs", "0"], "argument --runs: must be >= 1, got 0"),
+        ("first_call_exp", ["{dir}"], "is a directory; give a file path such as"),
+        ("first_call_exp", ["{dir}/f.json", "--threads", "0"], "--threads: expected an integer in [1, 1024]"),
         ("planning", ["--smoke", "--profiles", "checked_cpu, nosuch"],
          "--profiles: unknown profile 'nosuch'"),
         ("planning", ["--smoke", "--profiles", "fast-cpu"],  # review127 F8: as dispatch.py --profile
@@ -260,7 +263,7 @@ def test_flash_memory_makes_its_default_folder(
     assert json.loads(default.read_text())["rows"]
 
 
-@pytest.mark.parametrize("name", [*SCRIPTS, "run", "flash_memory"])
+@pytest.mark.parametrize("name", [*SCRIPTS, "run", "flash_memory", "first_call_exp"])
 def test_help_describes_the_script_in_whole_sentences(
     bench_script: Loader, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -532,3 +535,23 @@ def test_run_removes_a_scripts_earlier_record_before_running_it(
     outcome = run.run_script("reduction", ["--smoke"], tmp_path)
     assert (outcome.status, outcome.detail) == ("failed", "exit status 1")
     assert not (tmp_path / "reduction.json").exists() and not (tmp_path / "reduction.md").exists()
+
+
+def test_first_call_exp_writes_its_record_and_tells_an_inaccurate_first_call(
+    bench_script: Loader, tmp_path: Path
+) -> None:
+    """The separate study of review153 M1 (not run by run.py): one fresh process per mode here;
+    a run is inaccurate only when its first call is off by more than ten times its second."""
+    module = bench_script("first_call_exp")
+    assert module.DEFAULT_PATH == BENCH / "results" / "first_call_exp.json"
+    path = tmp_path / "f.json"
+    assert module.main([str(path), "--runs", "1"]) == 0
+    record = json.loads(path.read_text())
+    assert (record["name"], record["child_threads"], list(record["modes"])) == (
+        "first_call_exp", 2, ["plain", "warmed"])
+    for mode in record["modes"].values():
+        assert mode["runs"] == 1 and mode["inaccurate"] in (0, 1)
+        assert 0 <= mode["max_second_call_error"] < 1e-15  # the second call is accurate
+    assert module.inaccurate({"first": 3.3e-9, "second": 0.0})
+    assert not module.inaccurate({"first": 2e-16, "second": 0.0})
+    assert not module.inaccurate({"first": 3e-15, "second": 1e-15})

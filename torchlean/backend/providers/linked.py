@@ -26,6 +26,7 @@ acceptance and is not counted as the first call's kernel time by
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,9 +84,22 @@ class LinkedKernel:
         return f"{self.name} ({self.provider.label}/{self.device.label})"
 
 
+@functools.cache
 def import_torch() -> None:
-    """Import torch (seconds on a first import): the ``prepare`` of kernels that call it."""
-    import torch  # noqa: F401
+    """Import torch (seconds on a first import), the ``prepare`` of kernels that call it, and once
+    per process finish the lazy set-up of torch's vectorised math in this one thread: one
+    ``torch.exp`` of 64 float64 elements (below torch's parallel grain, so not split across
+    threads).
+
+    Without it, torch 2.13's CPU build (MKL VML) with more than one intra-op thread sometimes
+    computed a process's first large float64 or float32 ``exp`` or ``log``, split across threads,
+    with errors up to about 3e-8 relative in one thread's share, the second call exact (review153
+    M1: pure torch, 8 of 134 fresh processes on two threads on this project's 2-core machines;
+    after one small call, 0 of 240). ``bench/first_call_exp.py`` measures both rates.
+    """
+    import torch
+
+    torch.exp(torch.ones(64, dtype=torch.float64))
 
 
 def convention_kernel(
