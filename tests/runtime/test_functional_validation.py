@@ -984,11 +984,12 @@ def test_unary_elementwise_ops_raise_what_their_docstrings_list(name: str) -> No
 def test_an_int_tensor_times_a_number_is_refused_naming_mul_and_the_conversion() -> None:
     """review153 L3: ``t * 0.5`` on an int64 tensor was refused naming ``scale``, an op the user
     never called, without the conversion ``/`` and ``-`` name."""
-    refusal = ("mul: operand {which} has dtype {dtype}; accepted: float32 or float64 (`*` by a number "
-               "records scale, on floats only; convert with tl.tensor(t.numpy(), dtype='float32'))")
+    refusal = ("mul: operand {which} has dtype {dtype}; accepted: float32 or float64 (`*` records mul, "
+               "or scale by a number, on floats only; convert with tl.tensor(t.numpy(), dtype='float32'))")
     for data, dtype in (([1, 2, 3], "int64"), ([True, False, True], "bool")):
         t = tl.tensor(data)
-        calls = ((lambda t=t: t * 0.5, "a"), (lambda t=t: 2 * t, "b"), (lambda t=t: tl.mul(t, 3), "a"))
+        calls = ((lambda t=t: t * 0.5, "a"), (lambda t=t: 2 * t, "b"), (lambda t=t: tl.mul(t, 3), "a"),
+                 (lambda t=t: t * np.int64(2), "a"), (lambda t=t: t * True, "a"), (lambda t=t: t * t, "a"))
         for call, which in calls:
             with pytest.raises(GuardError, match=f"^{re.escape(refusal.format(which=which, dtype=dtype))}$"):
                 call()

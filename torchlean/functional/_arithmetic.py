@@ -84,21 +84,23 @@ def mul(a: Operand, b: Operand) -> Tensor:
     Raises:
         TensorError: a Python integer that does not fit the tensor's dtype (``x * 10**400``).
         GuardError, TensorTypeError, DeviceError: as :func:`add` (no dtype promotion; an int64
-            or bool tensor times a number is refused naming ``mul``, which records ``scale``, and
-            the conversion to make: review153 L3).
+            or bool tensor is refused naming ``mul`` (not ``scale``, which it records for a
+            number) and the conversion to make: review153 L3).
     """
-    if _is_number(a) or _is_number(b):
-        _check_floats("mul", "`*` by a number records scale", (a, b))
-    if isinstance(a, Tensor) and _is_number(b):
-        factor = _factor(b, a)
-        if math.isfinite(factor):
-            return scale(a, factor)
-    elif isinstance(b, Tensor) and _is_number(a):
-        factor = _factor(a, b)
-        if math.isfinite(factor):
-            return scale(b, factor)
-    x, y = _pair(a, b)
-    return run_op(BackendOp.MUL, (x, y), {})
+    try:
+        if isinstance(a, Tensor) and _is_number(b):
+            factor = _factor(b, a)
+            if math.isfinite(factor):
+                return scale(a, factor)
+        elif isinstance(b, Tensor) and _is_number(a):
+            factor = _factor(a, b)
+            if math.isfinite(factor):
+                return scale(b, factor)
+        x, y = _pair(a, b)
+        return run_op(BackendOp.MUL, (x, y), {})
+    except GuardError:  # checked on the refusal's path only: no cost to a float product
+        _check_floats("mul", "`*` records mul, or scale by a number", (a, b))
+        raise
 
 
 def inv(x: Tensor) -> Tensor:
