@@ -925,7 +925,16 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
                    f"`reference.reduce_sum` ({shown}), which is the one for reference/cpu, op reduce_sum; ")
         with pytest.raises(RegistryError, match=re.escape(refusal)):
             fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
-    for free in ("aten.r\u0435duce_sum", "mylib.r\u0435duce_sum"):  # its own triple's name; a new one
+    refusal = ("capsule `reference.reduce_sum\u0334` (aten/cpu, op reduce_sum) looks like the name of the "
+               "shipped capsule `reference.reduce_sum` (U+0334 added)")  # review154 M1
+    with pytest.raises(RegistryError, match=re.escape(refusal)):
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(
+            aten_sum, name="reference.reduce_sum\u0334"),))])
+    # its own triple's name; a new one; words wholly in another script, or in Latin letters of their
+    # own, are names of their own (review154 M1: ``カーネル.relu`` was taken for ``aten.relu``)
+    for free in ("aten.r\u0435duce_sum", "mylib.r\u0435duce_sum", "\u30ab\u30fc\u30cd\u30eb.reduce_sum",
+                 "\u044f\u0434\u0440\u043e.reduce_sum", "\u03b1\u03b2\u03b3\u03b4.reduce_sum",
+                 "r\u00e9f\u00e9rence.reduce_sum"):
         fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=free),))])
     # a name shipped for two devices (libtorch.sdpa_forward: cpu and cuda) is free on either, not
     # on a third

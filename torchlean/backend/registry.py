@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -167,10 +168,12 @@ def check_names(module: CapsuleModule) -> None:
     handler would read as the reference kernel. A copy with the shipped capsule's op, provider and
     device may keep the name (it runs that capsule's handler, under the claims rule). Names are
     compared as a reader would match them: Unicode NFKC, surrounding whitespace dropped, case
-    folded (``" Reference.reduce_sum"`` is refused too); and a name that differs from a shipped
-    one, character for character, only where it holds a character outside ASCII (a Cyrillic ``е``
-    for the Latin ``e``: ``rеference.relu``; review152 F5) counts as that name. Look-alikes that
-    change the name's length (two characters drawn as one) are not caught.
+    folded (``" Reference.reduce_sum"`` is refused too); and a name that spells a shipped one once
+    its combining marks are dropped and its letters of another script inside words of Latin
+    letters are read as the shipped name's (a Cyrillic ``е`` for the Latin ``e``:
+    ``rеference.relu``; review152 F5, review154 M1) counts as that name. A word wholly in another
+    script (``ядро.relu``, ``カーネル.relu``) is a name of its own; look-alikes of other kinds (ASCII
+    ``re1u`` for ``relu``, two characters drawn as one) are not caught.
 
     Raises:
         RegistryError: ``capsule module `{module}`: capsule `{name}` ({provider}/{device}, op {op})
@@ -198,18 +201,38 @@ def check_names(module: CapsuleModule) -> None:
 
 def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
     """The shipped name ``shown`` is taken for (:func:`check_names`) and how it differs from it:
-    ``shown`` itself and ``""`` when shipped or all ASCII; else the first shipped name of its
-    length that it matches wherever it holds an ASCII character, with the differences as
-    ``U+0435 in place of e``; else ``shown`` and ``""``."""
+    ``shown`` itself and ``""`` when shipped or all ASCII; else the first shipped name that
+    ``shown`` spells once its combining marks are dropped (``relu`` with a dot above) and its
+    letters of another script than Latin inside a word of Latin letters are read as the shipped
+    name's (a Cyrillic ``е`` in ``rеference``), with the differences as ``U+0435 in place of e`` or
+    ``U+0307 added``; else ``shown`` and ``""``. A word written wholly in another script (``ядро``,
+    ``カーネル``) or with Latin letters of its own (``référence``) is a name of its own."""
     if shown.isascii() or shown in shipped:
         return shown, ""
+    marks = [char for char in shown if unicodedata.category(char) in ("Mn", "Me")]
+    bare = "".join(char for char in shown if unicodedata.category(char) not in ("Mn", "Me"))
+    mixed = [False] * len(bare)  # a letter of another script in a word with Latin letters
+    for word in re.finditer(r"[^\W_]+", bare):
+        scripts = {_script(char) for char in word.group() if char.isalpha()}
+        if "LATIN" in scripts and len(scripts) > 1:
+            for at in range(word.start(), word.end()):
+                mixed[at] = _script(bare[at]) not in ("LATIN", "")
     for name in shipped:
-        if len(name) != len(shown):
+        if len(name) != len(bare):
             continue
-        pairs = [(ours, theirs) for ours, theirs in zip(shown, name, strict=True) if ours != theirs]
-        if all(not ours.isascii() for ours, _ in pairs):
-            return name, ", ".join(f"U+{ord(ours):04X} in place of {theirs}" for ours, theirs in pairs)
+        pairs = [(at, ours, theirs) for at, (ours, theirs) in enumerate(zip(bare, name, strict=True))
+                 if ours != theirs]
+        if all(mixed[at] for at, _, _ in pairs) and (pairs or marks):
+            differences = [f"U+{ord(ours):04X} in place of {theirs}" for _, ours, theirs in pairs]
+            differences += [f"U+{ord(mark):04X} added" for mark in marks]
+            return name, ", ".join(differences)
     return shown, ""
+
+
+def _script(char: str) -> str:
+    """The script a letter belongs to, as the first word of its Unicode name (``LATIN``,
+    ``CYRILLIC``, ``GREEK``, ``KATAKANA``); ``""`` for a character without a name."""
+    return unicodedata.name(char, "").split(" ", 1)[0]
 
 
 @functools.cache
