@@ -314,6 +314,18 @@ def test_a_trust_refusal_by_an_assurance_of_your_own_names_its_rule() -> None:
     assert f"  reference.relu (reference/cpu): {refused}" in profile.explain(B.RELU).splitlines()
     with pytest.raises(SessionError, match=re.escape(f"({refused})")):
         Session(profile)
-    strict = profiles.get("libtorch_forward_strict_cpu").explain(B.SCALED_DOT_PRODUCT_ATTENTION)
-    assert ("  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance "
-            "checked") in strict.splitlines()
+    strict = profiles.get("libtorch_forward_strict_cpu")
+    base_rule = ("  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance "
+                 "checked")
+    assert base_rule in strict.explain(B.SCALED_DOT_PRODUCT_ATTENTION).splitlines()
+    # a subclass that inherits the rule is not named as its author (review154 L3)
+    inherits = dataclasses.replace(strict, policy=dataclasses.replace(strict.policy, assurance=_NoSuites()))
+    assert base_rule in inherits.explain(B.SCALED_DOT_PRODUCT_ATTENTION).splitlines()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _NoSuites(AssurancePolicy):
+    """A narrowing assurance that refuses test-suite evidence and inherits the trust rule."""
+
+    def accepts_evidence(self, evidence: object) -> bool:
+        return False

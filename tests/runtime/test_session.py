@@ -861,6 +861,11 @@ def test_a_sessions_profile_and_seed_are_fixed_once_it_has_accepted_kernels() ->
         with pytest.raises(AttributeError, match=seed_refusal + r"\(to move along this session's random "
                            r"stream, set its random_counter\)$"):
             s.seed = 4  # type: ignore[assignment]
+        # a changed copy keeps its shipped name; a bad seed is not echoed (review154 L4)
+        with pytest.raises(AttributeError, match=r"so .checked_cpu. was not .*<your BackendProfile>\)$"):
+            s.profile = profiles.get("checked_cpu").with_vjp_mode("none")  # type: ignore[assignment]
+        with pytest.raises(AttributeError, match=re.escape("seed=<an integer in [0, 2**64)>) (to move")):
+            s.seed = 2**70  # type: ignore[assignment]
         after = tl.scaled_dot_product_attention(q, q, q)
     assert (s.profile.name, s.seed) == ("libtorch_forward_cpu", 3)
     assert after.produced_by is not None and after.produced_by.capsule.name == "libtorch.sdpa_forward"

@@ -183,9 +183,14 @@ def gradient_acceptance_of(listed: AcceptedKernel, accepted: AcceptedKernel) -> 
 
 
 def _spelling(value: object) -> str:
-    """How to pass ``value`` to ``torchlean.session``: a shipped profile (or its name) by name."""
-    name = value.name if isinstance(value, BackendProfile) else value
-    return repr(name) if isinstance(name, str) and name in profiles.names() else "<your BackendProfile>"
+    """How to pass ``value`` to ``torchlean.session``: a shipped profile's name (given as the name,
+    or as the shipped profile itself), else the profile object (a changed copy keeps its shipped
+    name: review154 L4)."""
+    if isinstance(value, str) and value in profiles.names():
+        return repr(value)
+    if isinstance(value, BackendProfile) and value.name in profiles.names():
+        return repr(value.name) if profiles.get(value.name) == value else "<your BackendProfile>"
+    return "<your BackendProfile>"
 
 
 _WHY_FIXED = {
@@ -289,8 +294,10 @@ class Session:
 
     @seed.setter
     def seed(self, value: Never) -> None:
+        valid = is_builtin_or_numpy_int(value) and 0 <= int(value) < 2**64
+        seed = repr(int(value)) if valid else "<an integer in [0, 2**64)>"
         raise AttributeError(
-            _fixed_at_open("seed", value, f"torchlean.session(..., seed={value!r})")
+            _fixed_at_open("seed", value, f"torchlean.session(..., seed={seed})")
             + " (to move along this session's random stream, set its random_counter)"
         )
 

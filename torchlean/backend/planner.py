@@ -317,8 +317,9 @@ def _condition_verdict(policy: KernelPolicy, capsule: KernelCapsule, condition: 
             detail = _misaligned_field(capsule)
         case Condition.TRUST:
             detail = f"{capsule.trust_level.label} is rejected by assurance {policy.assurance.label}"
-            if type(policy.assurance) is not AssurancePolicy:  # whose rule refused it (review152 F6)
-                detail += f" ({type(policy.assurance).__qualname__}.accepts_trust)"
+            rule = type(policy.assurance).accepts_trust
+            if rule is not AssurancePolicy.accepts_trust:  # whose rule refused it (review152 F6)
+                detail += f" ({rule.__qualname__})"
         case Condition.PROVIDER:
             detail = f"provider {capsule.provider.label} is excluded by {policy.provider.label}"
         case Condition.DEVICE:
