@@ -957,8 +957,22 @@ class Trainer(Generic[In, Out]):
 
     @property
     def seed(self) -> int:
-        """The run's seed (read-only)."""
+        """The run's seed (read-only: assigning one raises :class:`TrainerError`)."""
         return self._seed
+
+    @seed.setter
+    def seed(self, value: Never) -> NoReturn:
+        """Refuse another seed (review154 L5): the initial weights, the shuffling and the session's
+        dropout stream were drawn from this one; typed ``Never``, as :attr:`model`'s setter.
+
+        Raises:
+            TrainerError: always, saying what to do instead.
+        """
+        raise TrainerError(
+            f"Trainer.seed is fixed when the trainer is made (its weights, shuffling and dropout masks "
+            f"come from it), so {value!r} was not assigned; make a new Trainer(..., seed=...) instead "
+            "(trainer.random_counter moves along this one's dropout stream)"
+        )
 
     def _create_optimizer(self) -> Optimizer:
         """A fresh optimizer of ``config`` for the model's parameters, with its ``param_groups``.
@@ -992,8 +1006,24 @@ class Trainer(Generic[In, Out]):
 
     @property
     def profile(self) -> BackendProfile:
-        """The backend profile this trainer runs under (opens the session; see :meth:`open`)."""
+        """The backend profile this trainer runs under (opens the session; see :meth:`open`);
+        read-only: assigning one raises :class:`TrainerError`."""
         return self.open().profile
+
+    @profile.setter
+    def profile(self, value: Never) -> NoReturn:
+        """Refuse another profile (review154 L5, as ``Session.profile``: review152 F1): the kernels
+        the trainer's session accepted were accepted under this one; typed ``Never``.
+
+        Raises:
+            TrainerError: always, saying what to do instead.
+        """
+        shown: object = value.name if isinstance(value, BackendProfile) else value
+        raise TrainerError(
+            f"Trainer.profile is fixed when the trainer is made (its session accepted its kernels "
+            f"under it, and checkpoints name it), so {shown!r} was not assigned; make a new Trainer "
+            "with RunConfig(profile=...) instead"
+        )
 
     @property
     def lr(self) -> float:
