@@ -386,19 +386,26 @@ def test_check_scatter_add_refuses_out_of_range_indices_and_bad_shapes() -> None
 
 
 def test_gather_and_scatter_add_refuse_0_d_operands_saying_how_to_run_them() -> None:
-    """review153 L1: torch reads a 0-d operand as one element along dim 0 or -1; the refusal says
-    so, and the reshaped call it names gives torch's values (torch float64 is the oracle)."""
-    x, index, src = np.array(5.0), np.array(0, dtype=np.int64), np.array(1.0)
-    how = "is 0-d (accepted: rank >= 1; torch reads a 0-d operand as one element along dim 0 or -1"
+    """review153 L1, review154 L6: torch reads a 0-d operand as one element along dim 0 or -1;
+    the refusal names each 0-d operand and the shape of torch's result, and the reshaped call it
+    names gives torch's values (torch float64 is the oracle)."""
+    how = ("0-d (accepted: operands of rank >= 1; torch reads a 0-d operand as one element along dim 0 "
+           "or -1: reshape each 0-d operand to (1,) for the same values; torch's result has ")
+    x1, x0 = np.array([5.0, 6.0]), np.array(5.0)
+    i1, i0, zero = np.array([1], dtype=np.int64), np.array(1, np.int64), np.array(0, np.int64)
     for axis in (0, -1):
-        _refused(lambda axis=axis: K.gather(x, index, axis=axis), f"gather: input x {how}")
-        _refused(lambda axis=axis: K.scatter_add(x, index, src, axis=axis), f"scatter_add: base {how}")
-    gathered = K.gather(x.reshape(1), index.reshape(1), axis=0)
-    scattered = K.scatter_add(x.reshape(1), index.reshape(1), src.reshape(1), axis=0)
-    t = torch.tensor(5.0, dtype=torch.float64)
-    assert gathered.reshape(()) == t.gather(0, torch.tensor(0)).item() == 5.0
+        _refused(lambda axis=axis: K.gather(x0, zero, axis=axis), f"gather: input x and index are {how}the")
+        _refused(lambda axis=axis: K.gather(x1, i0, axis=axis), f"gather: index is {how}the index's shape)")
+        _refused(lambda axis=axis: K.gather(x0, i1 - 1, axis=axis), f"gather: input x is {how}the index's")
+        _refused(lambda axis=axis: K.scatter_add(x1, i0, np.array(1.0), axis=axis),
+                 f"scatter_add: index and src are {how}base's shape)")
+        _refused(lambda axis=axis: K.scatter_add(x0, zero, np.array(1.0), axis=axis),
+                 f"scatter_add: base, index and src are {how}base's shape)")
+    t = torch.tensor([5.0, 6.0], dtype=torch.float64)
+    assert K.gather(x1, i1, axis=0).reshape(()) == t.gather(0, torch.tensor(1)).item() == 6.0
     one = torch.tensor(1.0, dtype=torch.float64)
-    assert scattered.reshape(()) == t.scatter_add(0, torch.tensor(0), one).item() == 6.0
+    scattered = K.scatter_add(x1, i1, np.array([1.0]), axis=0)
+    np.testing.assert_array_equal(scattered, t.scatter_add(0, torch.tensor(1), one).numpy())
 
 
 # ------------------------------------------------------------------------------------ contractions

@@ -716,14 +716,18 @@ def _index_range(op: str, index: Array, extent: int, axis: int) -> None:
         raise index_out_of_range(op, low if low < 0 else high, extent, axis)
 
 
-def _refuse_rank_0(op: str, name: str, arr: Array) -> None:
+def _refuse_rank_0(op: str, operands: Sequence[tuple[str, Array]], result: str) -> None:
     """``gather`` and ``scatter_add`` index along an axis of rank >= 1 operands; torch also takes
-    0-d ones, read as one element along dim 0 or -1 (review153 L1): refused, saying how to run it."""
-    if arr.ndim == 0:
+    0-d ones, each read as one element along dim 0 or -1 (review153 L1, review154 L6): refused,
+    naming the 0-d operands and how to run the call here."""
+    flat = [name for name, arr in operands if arr.ndim == 0]
+    if flat:
         raise _fail(
             op,
-            f"{name} is 0-d (accepted: rank >= 1; torch reads a 0-d operand as one element along dim 0 "
-            "or -1: reshape each operand to (1,) for the same result, and the result back to ())",
+            f"{' and '.join([', '.join(flat[:-1]), flat[-1]] if len(flat) > 1 else flat)} "
+            f"{'is' if len(flat) == 1 else 'are'} 0-d (accepted: operands of rank "
+            ">= 1; torch reads a 0-d operand as one element along dim 0 or -1: reshape each 0-d operand "
+            f"to (1,) for the same values; torch's result has {result})",
         )
 
 
@@ -734,7 +738,7 @@ def check_gather(x: object, index: object, *, axis: object) -> Shape:
     op = "gather"
     arr = _float_input(op, "input x", x)
     idx = check_canonical_layout(index, op=op, name="index", role="index")
-    _refuse_rank_0(op, "input x", arr)
+    _refuse_rank_0(op, [("input x", arr), ("index", idx)], "the index's shape")
     ax = _axis(op, axis, arr.ndim)
     fits = idx.ndim == arr.ndim and all(idx.shape[d] <= arr.shape[d] for d in range(arr.ndim) if d != ax)
     if not fits:
@@ -757,7 +761,7 @@ def check_scatter_add(base: object, index: object, src: object, *, axis: object)
     idx = check_canonical_layout(index, op=op, name="index", role="index")
     source = _float_input(op, "src", src)
     _same_dtype(op, [("base", out), ("src", source)])
-    _refuse_rank_0(op, "base", out)
+    _refuse_rank_0(op, [("base", out), ("index", idx), ("src", source)], "base's shape")
     ax = _axis(op, axis, out.ndim)
     fits = (
         idx.ndim == out.ndim == source.ndim
