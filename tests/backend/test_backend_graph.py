@@ -13,7 +13,7 @@ from backend_builders import FakeGraph, FakeKind, FakeNode, make_capsule, mlp_gr
 
 from torchlean.backend import profiles, report
 from torchlean.backend.acceptance import accept_graph_kernel_plan
-from torchlean.backend.contracts import ContractEvidence
+from torchlean.backend.contracts import ContractEvidence, EvidenceKind
 from torchlean.backend.errors import PlanningError, TorchLeanError
 from torchlean.backend.fields import BackendTypeError
 from torchlean.backend.graph import (
@@ -23,6 +23,7 @@ from torchlean.backend.graph import (
     plan_graph,
     to_coalesced_groups,
 )
+from torchlean.backend.policy import AssurancePolicy
 from torchlean.backend.providers.reference import capsules as reference
 from torchlean.backend.registry import CapsuleModule
 from torchlean.backend.vocabulary import BackendOp, Device, ReductionPolicy, TrustLevel
@@ -273,3 +274,24 @@ def test_module_level_plan_graph_checks_its_arguments_once() -> None:
             plan_graph(CHECKED_CPU.policy, availability, registry, graph)  # type: ignore[arg-type]
         with pytest.raises(BackendTypeError, match=r"^graph must be an IR graph"):
             checked_plan_graph(CHECKED_CPU.policy, availability, registry, graph)  # type: ignore[arg-type]
+
+
+def test_a_rejected_graph_reports_each_distinct_failure_once() -> None:
+    """review154 L2: every group planned with a refused capsule shares its verdict, so the MLP's
+    two matmul groups (and two add groups, ...) printed each failure once per group;
+    ``result.failures`` still holds every group's."""
+    policy = dataclasses.replace(CHECKED_CPU.policy, assurance=_NoTestSuites())
+    result = dataclasses.replace(CHECKED_CPU, policy=policy).accept_graph(mlp_graph())
+    lines = report.graph_result_lines(result)
+    assert lines == [f"rejected: {m}" for m in dict.fromkeys(f.message for f in result.failures)]
+    assert lines and len(lines) < len(result.failures)
+    assert sum("reference.matmul" in line for line in lines) == 2  # its value and VJP evidence
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _NoTestSuites(AssurancePolicy):
+    """A narrowing assurance: checked, but no test suite counts as evidence."""
+
+    def accepts_evidence(self, evidence: ContractEvidence) -> bool:
+        suite = evidence.kind is EvidenceKind.TEST_SUITE
+        return AssurancePolicy.accepts_evidence(self, evidence) and not suite

@@ -346,10 +346,12 @@ def accepted_graph_lines(plan: AcceptedGraphKernelPlan) -> list[str]:
 
 
 def graph_result_lines(result: GraphKernelPlanResult) -> list[str]:
-    """Accepted lines, or ``rejected: {failure.message}`` per failure."""
+    """Accepted lines, or ``rejected: {failure.message}`` per distinct failure, in order (the groups
+    planned with one capsule share its verdict, so a 4-layer MLP printed each of ``linear``'s
+    failures four times: review154 L2; ``result.failures`` keeps every group's)."""
     if result.plan is not None:
         return accepted_graph_lines(result.plan)
-    return [f"rejected: {failure.message}" for failure in result.failures]
+    return list(dict.fromkeys(f"rejected: {failure.message}" for failure in result.failures))
 
 
 def capsule_table(entries: Iterable[tuple[str, KernelCapsule]]) -> list[str]:
