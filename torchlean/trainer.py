@@ -50,12 +50,13 @@ from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from torchlean.autograd.session import Session, gradient_acceptance_of
 from torchlean.autograd.typed_graph import GraphProgram
 from torchlean.backend import profiles
-from torchlean.backend.acceptance import AcceptedKernel
+from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, acceptance_failures
 from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError, UnknownLabelError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider, VJPMode
 from torchlean.batches import BatchError, minibatches
 from torchlean.ir.builder import Ref
+from torchlean.ir.graph import Graph
 from torchlean.nn.eager import RUNNING_STATISTICS_OPS, EagerOps
 from torchlean.nn.layers import Layer, ShapeError, is_bool
 from torchlean.nn.lowering import DropoutMask, EmbeddingIndex, GraphOps, RunningUpdate
@@ -689,6 +690,40 @@ def _preflight(
     return refusals
 
 
+def _graph_verdicts(
+    profile: BackendProfile, graph: Graph
+) -> tuple[AcceptedGraphKernelPlan | None, list[str], list[str], set[BackendOp]]:
+    """``graph`` accepted under ``profile``: its accepted plan, or None with the problems (one
+    message per op no capsule covers, then the gate's failures of every op that has a capsule,
+    each once: review152 F2, review154 L1), the notes (each missing op's :meth:`explain`) and the
+    ops refused. A planning error used to hide the gate's verdicts on the ops that did plan, which
+    a second round then showed."""
+    try:
+        result = profile.accept_graph(graph)
+    except PlanningError as error:  # an op no capsule covers: a SessionError, as in eager mode
+        problems, refused = list(error.messages), set(error.missing_ops)
+        notes = [profile.explain(op) for op in error.missing_ops]  # none for a registry error
+        planned = [op for op in _graph_ops(graph) if op not in refused]
+        if error.missing_ops and planned:  # the gate's verdict on each op that has a capsule
+            for kernel in profile.plan_ops(planned).kernels:
+                failures = acceptance_failures(kernel, profile.policy)
+                if failures:
+                    refused.add(kernel.op)
+                    problems.extend(failure.message for failure in failures)
+        return None, problems, notes, refused
+    if result.plan is not None:
+        return result.plan, [], [], set()
+    refused = {kernel.op for kernel in profile.plan_ops(_graph_ops(graph)).kernels
+               if acceptance_failures(kernel, profile.policy)}
+    return None, [failure.message for failure in result.failures], [], refused
+
+
+def _graph_ops(graph: Graph) -> list[BackendOp]:
+    """The distinct ops of ``graph``'s kernel nodes, in graph order."""
+    ops = (node.kind.backend_op for node in graph.nodes)
+    return [op for op in dict.fromkeys(ops) if op is not None]
+
+
 def _graph_refusal(
     profile_name: str, graph_problems: Sequence[str], notes: Sequence[str], eager: Sequence[SessionError]
 ) -> SessionError:
@@ -957,7 +992,7 @@ class Trainer(Generic[In, Out]):
 
     @property
     def seed(self) -> int:
-        """The run's seed (read-only: assigning one raises :class:`TrainerError`)."""
+        """The run's seed (read-only: assigning one raises ``AttributeError``)."""
         return self._seed
 
     @seed.setter
@@ -966,9 +1001,10 @@ class Trainer(Generic[In, Out]):
         dropout stream were drawn from this one; typed ``Never``, as :attr:`model`'s setter.
 
         Raises:
-            TrainerError: always, saying what to do instead.
+            AttributeError: always (as the other settings' assignments, review26_ls F4), saying
+                what to do instead.
         """
-        raise TrainerError(
+        raise AttributeError(
             f"Trainer.seed is fixed when the trainer is made (its weights, shuffling and dropout masks "
             f"come from it), so {value!r} was not assigned; make a new Trainer(..., seed=...) instead "
             "(trainer.random_counter moves along this one's dropout stream)"
@@ -1007,7 +1043,7 @@ class Trainer(Generic[In, Out]):
     @property
     def profile(self) -> BackendProfile:
         """The backend profile this trainer runs under (opens the session; see :meth:`open`);
-        read-only: assigning one raises :class:`TrainerError`."""
+        read-only: assigning one raises ``AttributeError``."""
         return self.open().profile
 
     @profile.setter
@@ -1016,10 +1052,10 @@ class Trainer(Generic[In, Out]):
         the trainer's session accepted were accepted under this one; typed ``Never``.
 
         Raises:
-            TrainerError: always, saying what to do instead.
+            AttributeError: always, as ``Session.profile``'s, saying what to do instead.
         """
         shown: object = value.name if isinstance(value, BackendProfile) else value
-        raise TrainerError(
+        raise AttributeError(
             f"Trainer.profile is fixed when the trainer is made (its session accepted its kernels "
             f"under it, and checkpoints name it), so {shown!r} was not assigned; make a new Trainer "
             "with RunConfig(profile=...) instead"
@@ -1257,23 +1293,13 @@ class Trainer(Generic[In, Out]):
             lowered = ops.lowered(out)
             session = self.open()
             profile = session.effective_profile(grad_enabled=with_loss)  # eval: no_grad policy (review93 L1)
-            problems: list[str] = []
-            notes: list[str] = []
-            plan = None
-            try:
-                result = profile.accept_graph(lowered.built.graph)
-            except PlanningError as error:  # an op no capsule covers: a SessionError, as in eager mode
-                problems.extend(error.messages)
-                # each candidate's reason (none for a registry error)
-                notes.extend(profile.explain(op) for op in error.missing_ops)
-            else:
-                plan = result.plan
-                problems.extend(f.message for f in result.failures)
-            eager = []
+            plan, problems, notes, refused = _graph_verdicts(profile, lowered.built.graph)
+            eager = []  # the ops the step runs beside the graph, each refused once (review154 L1)
             if lowered.dropout_masks:  # drawn under the caller's gradient mode, as here
                 eager += _preflight(session, (BackendOp.BERNOULLI_MASK,), is_grad_enabled(), _DROPOUT_NEED)
             if lowered.running_updates:
-                eager += _preflight(session, RUNNING_STATISTICS_OPS, False, _RUNNING_STATISTICS_NEED)
+                statistics = [op for op in RUNNING_STATISTICS_OPS if op not in refused]
+                eager += _preflight(session, statistics, False, _RUNNING_STATISTICS_NEED)
             if plan is None or eager:
                 raise _graph_refusal(self.profile.name, problems, notes, eager)
             program = GraphProgram(lowered.built.graph, lowered.built.payloads, plan,

@@ -47,10 +47,10 @@ def test_the_trainer_s_model_cannot_be_replaced(trainer: Trainer[Any, Any]) -> N
 def test_the_trainer_s_seed_and_profile_cannot_be_replaced(trainer: Trainer[Any, Any]) -> None:
     """review154 L5: as ``Session.profile`` and ``seed`` (review152 F1), with the trainer's words."""
     before = trainer.predict(X)
-    with pytest.raises(TrainerError, match=r"^Trainer\.seed is fixed when the trainer is made .* so 7 "
+    with pytest.raises(AttributeError, match=r"^Trainer\.seed is fixed when the trainer is made .* so 7 "
                        r"was not assigned; make a new Trainer\(\.\.\., seed=\.\.\.\) instead"):
         trainer.seed = 7  # type: ignore[assignment]
-    with pytest.raises(TrainerError, match=r"^Trainer\.profile is fixed when the trainer is made .* so "
+    with pytest.raises(AttributeError, match=r"^Trainer\.profile is fixed when the trainer is made .* so "
                        r"'fast_cpu' was not assigned; make a new Trainer with RunConfig\(profile=\.\.\.\)"):
         trainer.profile = profiles.get("fast_cpu")  # type: ignore[assignment]
     assert (trainer.seed, trainer.profile.name) == (0, "checked_cpu")

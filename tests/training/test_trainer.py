@@ -1223,7 +1223,8 @@ def test_the_settings_are_read_only(name):
     optimizer and graphs already built from it); they are read-only properties now."""
     trainer = Trainer(nn.linear(2, 1), objective="cross-entropy", label_smoothing=0.1, seed=3)
     before = getattr(trainer, name)
-    with pytest.raises(AttributeError, match=f"property '{name}' of 'Trainer' object has no setter"):
+    refusal = "Trainer.seed is fixed when the trainer is made" if name == "seed" else "has no setter"
+    with pytest.raises(AttributeError, match=re.escape(refusal)):
         setattr(trainer, name, before)
     assert (trainer.seed, trainer.label_smoothing, trainer.objective) == (3, 0.1, Objective.CROSS_ENTROPY)
 

@@ -96,3 +96,25 @@ def test_the_gates_failures_are_named_once_however_many_layers_share_a_capsule()
     parts = message.removeprefix("typed graph rejected by profile no_suites: ").split("; ")
     assert len(parts) == len(set(parts)) and sum("reference.linear has" in p for p in parts) >= 1
     assert sum("reference.relu has" in p for p in parts) >= 1
+
+
+def test_a_missing_op_does_not_hide_the_gates_verdicts_on_the_others() -> None:
+    """review154 L1: with relu missing and a policy that refuses test suites, linear's refusal
+    came only in a second round, while the ops beside the graph were refused at once."""
+    base = _without(BackendOp.RELU)
+    profile = dataclasses.replace(base, name="lab",
+                                  policy=dataclasses.replace(base.policy, assurance=_NoTestSuites()))
+    message = str(_refusal(nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 1)), profile))
+    assert message.startswith("typed graph rejected by profile lab: no admissible kernel capsule for op relu "
+                              "on device cpu; reference.linear has rejected ")
+    assert "reference.mse_loss has rejected " in message
+
+
+def test_an_op_the_graph_refuses_is_not_refused_again_beside_it() -> None:
+    """review154 L1: ``mul`` missing was named by the graph and again by batch norm's
+    running-statistics update, with two explain notes."""
+    profile = _without(BackendOp.MUL)  # the dropout's mask multiplies in the graph
+    layer = nn.sequential(nn.linear(4, 8), nn.batch_norm1d(8), nn.relu(), nn.dropout(0.2), nn.linear(8, 1))
+    refused = _refusal(layer, profile)
+    assert str(refused).count("op mul on device cpu") == 1
+    assert [n.split()[1] for n in refused.__notes__ if n.startswith("explain ")].count("mul") == 1
