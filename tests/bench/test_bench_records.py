@@ -555,3 +555,18 @@ def test_first_call_exp_writes_its_record_and_tells_an_inaccurate_first_call(
     assert module.inaccurate({"first": 3.3e-9, "second": 0.0})
     assert not module.inaccurate({"first": 2e-16, "second": 0.0})
     assert not module.inaccurate({"first": 3e-15, "second": 1e-15})
+
+
+def test_first_call_exp_records_a_failed_process_and_exits_1(
+    bench_script: Loader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review154 L8: a child that failed ended the study with a traceback and lost its stderr."""
+    module = bench_script("first_call_exp")
+    monkeypatch.setattr(module, "CHILD", "import sys; sys.exit('boom: no torch here')")
+    path = tmp_path / "f.json"
+    assert module.main([str(path), "--runs", "1"]) == 1
+    record = json.loads(path.read_text())
+    assert record["modes"]["plain"] == {"runs": 0, "inaccurate": 0, "max_first_call_error": None,
+                                        "max_second_call_error": None, "failed": ["boom: no torch here"]}
+    err = capsys.readouterr().err
+    assert "plain: a process failed: boom: no torch here" in err and "Traceback" not in err

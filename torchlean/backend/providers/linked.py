@@ -92,10 +92,10 @@ def import_torch() -> None:
     threads).
 
     Without it, torch 2.13's CPU build (MKL VML) with more than one intra-op thread sometimes
-    computed a process's first large float64 or float32 ``exp`` or ``log``, split across threads,
-    with errors up to about 3e-8 relative in one thread's share, the second call exact (review153
-    M1: pure torch, 8 of 134 fresh processes on two threads on this project's 2-core machines;
-    after one small call, 0 of 240). ``bench/first_call_exp.py`` measures both rates.
+    computed a process's first large float64 ``exp``, split across threads, wrongly in one
+    thread's share (about 3e-9 of the largest value; the second call exact): review153 M1;
+    ``bench/first_call_exp.py --runs 60`` on two threads counted 6 of 60 fresh processes without
+    it and 0 of 60 with it (2026-12-05, this project's 2-core machine).
     """
     import torch
 
