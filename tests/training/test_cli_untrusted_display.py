@@ -312,7 +312,7 @@ def test_probability_cells_are_the_per_cell_formatting(dtype: type[np.floating[A
     values[21, 2], values[22, 0], values[22, 6], values[23] = np.nan, np.inf, -np.inf, np.nan
     finite = rng.random(300) > 0.1
     finite[21:24] = True
-    cells = predict._probability_cells(values, finite)
+    cells = list(predict._probability_cells(values, finite))
     expected = [[_old_probability_text(v) for v in row] if ok else [""] * 7
                 for row, ok in zip(values, finite, strict=True)]
     assert cells == expected

@@ -111,11 +111,13 @@ import contextlib
 import csv
 import dataclasses
 import io
+import itertools
 import math
 import os
 import re
 import shlex
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -836,7 +838,7 @@ def _write(
     rows: list[str],
     output: Path | None,
     index: npt.NDArray[np.int64] | None,
-    probabilities: tuple[tuple[str, ...], list[list[str]]] | None = None,
+    probabilities: tuple[tuple[str, ...], Iterable[list[str]]] | None = None,
     *,
     delimiter: str = _delimiter.COMMA,
 ) -> None:
@@ -846,33 +848,54 @@ def _write(
     the input was read with, and quoted by Python's ``csv`` where they hold it, a quote or a line
     break; for ``"whitespace"``, separated by a tab and quoted where they hold a blank (a space or
     a tab), a quote or a line break (:func:`_blank_quoted`), so the file reads back as a TSV and
-    with ``--delimiter whitespace`` (pandas' ``sep="\\t"`` and ``sep=r"\\s+"``).
+    with ``--delimiter whitespace`` (pandas' ``sep="\\t"`` and ``sep=r"\\s+"``). The text is made
+    and written :data:`WRITE_BLOCK` rows at a time (review155 M1: the whole CSV, its rows' lists
+    and its encoded copy stood in memory at once, 1.6 GB for 2 million rows with probabilities).
 
     Raises:
         TorchLeanError: ``output`` cannot be written.
     """
-    text = io.StringIO()
-    names, cells = ((), [[] for _ in rows]) if probabilities is None else probabilities
+    names, cells = ((), ([] for _ in rows)) if probabilities is None else probabilities
     first = [] if index is None else ["row"]
-    numbers: list[list[object]] = [[] for _ in rows] if index is None else [[row] for row in index.tolist()]
-    table: list[list[object]] = [[*first, "prediction", *names]]
-    table.extend([*number, row, *more] for number, row, more in zip(numbers, rows, cells, strict=True))
-    if delimiter == _delimiter.WHITESPACE:
-        text.writelines(_delimiter.TAB.join(_blank_quoted(str(cell)) for cell in row) + "\n" for row in table)
-    else:
-        csv.writer(text, delimiter=delimiter, lineterminator="\n").writerows(table)
+    numbers = ([] for _ in rows) if index is None else ([row] for row in index.tolist())
+    table = itertools.chain(
+        [[*first, "prediction", *names]],
+        ([*number, row, *more] for number, row, more in zip(numbers, rows, cells, strict=True)),
+    )
+    blocks = _csv_blocks(table, delimiter)
     if output is None:
-        _to_stdout(text.getvalue())
+        _to_stdout(blocks)
         return
-    write_text_file(output, text.getvalue(), "--output")  # a failed write leaves an old file whole
+    write_text_file(output, blocks, "--output")  # a failed write leaves an old file whole
+
+
+WRITE_BLOCK = 4096
+"""The rows of the predictions CSV formatted and written at a time (:func:`_write`)."""
+
+
+def _csv_blocks(table: Iterable[list[object]], delimiter: str) -> Iterator[str]:
+    """The CSV text of ``table``'s rows, :data:`WRITE_BLOCK` rows a piece (:func:`_write`'s rules)."""
+    text = io.StringIO()
+    blanks = delimiter == _delimiter.WHITESPACE
+    writer = None if blanks else csv.writer(text, delimiter=delimiter, lineterminator="\n")
+    for count, row in enumerate(table, 1):
+        if writer is None:
+            text.write(_delimiter.TAB.join(_blank_quoted(str(cell)) for cell in row) + "\n")
+        else:
+            writer.writerow(row)
+        if count % WRITE_BLOCK == 0:
+            yield text.getvalue()
+            text.seek(0)
+            text.truncate()
+    yield text.getvalue()
 
 
 STDOUT_CHUNK = 4096
 """The characters of the predictions CSV handed to standard output at a time (:func:`_to_stdout`)."""
 
 
-def _to_stdout(text: str) -> None:
-    """Write ``text`` (the predictions CSV) to standard output in pieces of
+def _to_stdout(pieces: Iterable[str]) -> None:
+    """Write ``pieces`` (the predictions CSV) to standard output in writes of at most
     :data:`STDOUT_CHUNK` characters, then flush, so that a reader of a pipe that goes away
     (``| head -3``) raises :class:`BrokenPipeError` (torchlean's main exits 141, quietly, as the
     README's "Standard streams" says) and never exits 0 with the CSV cut off: one large write
@@ -885,8 +908,9 @@ def _to_stdout(text: str) -> None:
     """
     stream = sys.stdout
     stream = stream.stream if isinstance(stream, ReaderMayLeave) else stream
-    for start in range(0, len(text), STDOUT_CHUNK):
-        stream.write(text[start:start + STDOUT_CHUNK])
+    for text in pieces:
+        for start in range(0, len(text), STDOUT_CHUNK):
+            stream.write(text[start:start + STDOUT_CHUNK])
     stream.flush()
 
 
@@ -906,7 +930,7 @@ def _probabilities(
     logits: npt.NDArray[Any],
     finite: npt.NDArray[np.bool_],
     classes: tuple[str, ...],
-) -> tuple[tuple[str, ...], list[list[str]]]:
+) -> tuple[tuple[str, ...], Iterator[list[str]]]:
     """``--probabilities``: the column names (``p_<class>``, in the checkpoint's class order) and
     each row's cells: the softmax of ``logits`` ``[rows, classes]`` (the model's outputs, in its
     dtype) over the classes, run by :func:`torchlean.functional.softmax` in ``trainer``'s
@@ -920,27 +944,27 @@ def _probabilities(
     return names, _probability_cells(values, finite)
 
 
-def _probability_cells(values: npt.NDArray[Any], finite: npt.NDArray[np.bool_]) -> list[list[str]]:
-    """The probability cells of ``values`` ``[rows, classes]`` (float32 or float64): each written
-    to read back to the same value, float64 in Python's shortest round-trip form (``repr``),
-    float32 with 9 significant digits (``'%.9g'``, enough for any float32:
-    ``numpy.float32(float(text))`` is the value), a value that is not finite as an empty cell;
-    a row whose ``finite`` is false (no prediction) as empty cells. Finiteness is tested once
-    for the whole array, and the values are converted to Python floats once (``tolist``), so
-    formatting 6 million cells costs the formatting alone (review68 F2: one ``np.isfinite``
-    per cell tripled the time)."""
+def _probability_cells(values: npt.NDArray[Any], finite: npt.NDArray[np.bool_]) -> Iterator[list[str]]:
+    """The probability cells of ``values`` ``[rows, classes]`` (float32 or float64), a row at a
+    time (made as they are written: review155 M1): each written to read back to the same value,
+    float64 in Python's shortest round-trip form (``repr``), float32 with 9 significant digits
+    (``'%.9g'``, enough for any float32: ``numpy.float32(float(text))`` is the value), a value
+    that is not finite as an empty cell; a row whose ``finite`` is false (no prediction) as empty
+    cells. Finiteness is tested and the values converted to Python floats (``tolist``) a block of
+    :data:`WRITE_BLOCK` rows at a time, so formatting 6 million cells costs the formatting alone
+    (review68 F2: one ``np.isfinite`` per cell tripled the time)."""
     width = values.shape[1]
     text = "{:.9g}".format if values.dtype == np.float32 else repr
-    clean = np.isfinite(values).all(axis=1).tolist()
-    cells = []
-    for row, ok, whole in zip(values.tolist(), finite.tolist(), clean, strict=True):
-        if not ok:
-            cells.append([""] * width)
-        elif whole:
-            cells.append([text(v) for v in row])
-        else:
-            cells.append([text(v) if math.isfinite(v) else "" for v in row])
-    return cells
+    for start in range(0, values.shape[0], WRITE_BLOCK):
+        block, oks = values[start:start + WRITE_BLOCK], finite[start:start + WRITE_BLOCK].tolist()
+        clean = np.isfinite(block).all(axis=1).tolist()
+        for row, ok, whole in zip(block.tolist(), oks, clean, strict=True):
+            if not ok:
+                yield [""] * width
+            elif whole:
+                yield [text(v) for v in row]
+            else:
+                yield [text(v) if math.isfinite(v) else "" for v in row]
 
 
 def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint) -> str:
