@@ -1306,9 +1306,12 @@ class Trainer(Generic[In, Out]):
                                    lowered.param_nodes, lowered.payload_params, lowered.statistic_params)
             step = _GraphStep(program, lowered.output, lowered.dropout_masks, lowered.running_updates,
                               lowered.embedding_indices)
-            if len(self._graphs) >= GRAPH_CACHE_SIZE:  # evict the least recently used; threads
-                with contextlib.suppress(RuntimeError):  # predicting on one trainer may race here
-                    oldest = next(iter(self._graphs), None)  # (review77 F4: a KeyError)
+            # evict the least recently used until there is room: threads predicting on one trainer
+            # may race here (review77 F4: a KeyError), and two that both found room left one entry
+            # too many for good with a single eviction (review155 L3)
+            while len(self._graphs) >= GRAPH_CACHE_SIZE:
+                with contextlib.suppress(RuntimeError):  # the dict changed size while iterated
+                    oldest = next(iter(self._graphs), None)
                     if oldest is not None:
                         self._graphs.pop(oldest, None)
             self._graphs[key] = step

@@ -1137,6 +1137,23 @@ def test_typed_graph_programs_are_kept_for_the_last_batch_shapes_only():
     assert [shape for shape, _ in graph._graphs] == [(n, 3) for n in (6, 7, 8, 9, 10, 11, 1, 12)]
 
 
+def test_a_graph_cache_over_its_size_shrinks_back_at_the_next_insert():
+    """review155 L3: two threads that both found room inserted both, leaving one program too many
+    for good (one eviction per insert); the next insert now evicts down to the size. The race's
+    outcome is set up directly: an extra entry copied in."""
+    from torchlean.trainer import GRAPH_CACHE_SIZE
+
+    x = np.random.default_rng(5).standard_normal((20, 3))
+    graph = make(nn.sequential(nn.linear(3, 5), nn.tanh(), nn.linear(5, 2)), mode=GRAPH)
+    for n in range(1, GRAPH_CACHE_SIZE + 1):
+        graph.predict(x[:n])
+    graph._graphs[((99, 3), False)] = next(iter(graph._graphs.values()))  # the race's extra entry
+    assert len(graph._graphs) == GRAPH_CACHE_SIZE + 1
+    graph.predict(x[:GRAPH_CACHE_SIZE + 1])
+    assert len(graph._graphs) == GRAPH_CACHE_SIZE
+    assert next(reversed(graph._graphs))[0] == (GRAPH_CACHE_SIZE + 1, 3)
+
+
 def test_an_unplannable_model_is_a_session_error_in_both_execution_modes():
     """Under a profile that selects no capsule for the model's ops, eager execution refuses at
     the first op and typed-graph execution when it accepts the graph, both as a SessionError
