@@ -719,7 +719,8 @@ def check_batch_norm(
             f"({xs.shape[1]},))",
         )
     given, rounded = _eps(op, eps, xs.dtype)
-    fault = training_eps_fault(given, rounded, str(xs.dtype)) if training else None
+    # the dtype's name is formatted only for a refusal (review155 L4: a few µs of every step)
+    fault = training_eps_fault(given, rounded, str(xs.dtype)) if training and rounded <= 0.0 else None
     if fault is not None:
         raise _fail(op, fault)
     return (0, *range(2, xs.ndim))
