@@ -144,6 +144,15 @@ def shown(value: object) -> str:
     return repr(value)
 
 
+def shown_safely(value: object) -> str:
+    """:func:`shown` of ``value``, or ``a <type name>`` when even that fails (a ``__repr__`` that
+    raises), for refusals that must not be replaced by another error (review156 L3)."""
+    try:
+        return shown(value)
+    except Exception:  # any failure of a user's __repr__ must not replace the refusal
+        return f"a {type(value).__name__}"
+
+
 def shown_briefly(value: object, limit: int = 60) -> str:
     """:func:`shown` of ``value`` on one line (a line break in it written ``\\n``), cut to ``limit``
     characters (``...`` marks the cut); ``a <type> object`` when its ``repr`` raises (review126

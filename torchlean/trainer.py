@@ -43,7 +43,15 @@ import numpy.typing as npt
 from typing_extensions import TypeVar
 
 from torchlean import functional as F
-from torchlean._checks import checked_int, dtype_shown, float_dtype, id_outside, shown, shown_briefly
+from torchlean._checks import (
+    checked_int,
+    dtype_shown,
+    float_dtype,
+    id_outside,
+    shown,
+    shown_briefly,
+    shown_safely,
+)
 from torchlean._interrupts import store_together
 from torchlean._tensor_data import host_array
 from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
@@ -1006,8 +1014,8 @@ class Trainer(Generic[In, Out]):
         """
         raise AttributeError(
             f"Trainer.seed is fixed when the trainer is made (its weights, shuffling and dropout masks "
-            f"come from it), so {value!r} was not assigned; make a new Trainer(..., seed=...) instead "
-            "(trainer.random_counter moves along this one's dropout stream)"
+            f"come from it), so {shown_safely(value)} was not assigned; make a new Trainer(..., seed=...) "
+            "instead (trainer.random_counter moves along this one's dropout stream)"
         )
 
     def _create_optimizer(self) -> Optimizer:
@@ -1054,10 +1062,10 @@ class Trainer(Generic[In, Out]):
         Raises:
             AttributeError: always, as ``Session.profile``'s, saying what to do instead.
         """
-        shown: object = value.name if isinstance(value, BackendProfile) else value
+        shown = repr(value.name) if isinstance(value, BackendProfile) else shown_safely(value)
         raise AttributeError(
             f"Trainer.profile is fixed when the trainer is made (its session accepted its kernels "
-            f"under it, and checkpoints name it), so {shown!r} was not assigned; make a new Trainer "
+            f"under it, and checkpoints name it), so {shown} was not assigned; make a new Trainer "
             "with RunConfig(profile=...) instead"
         )
 
@@ -1309,7 +1317,7 @@ class Trainer(Generic[In, Out]):
             # evict the least recently used until there is room: threads predicting on one trainer
             # may race here (review77 F4: a KeyError), and two that both found room left one entry
             # too many for good with a single eviction (review155 L3)
-            while len(self._graphs) >= GRAPH_CACHE_SIZE:
+            while self._graphs and len(self._graphs) >= GRAPH_CACHE_SIZE:
                 with contextlib.suppress(RuntimeError):  # the dict changed size while iterated
                     oldest = next(iter(self._graphs), None)
                     if oldest is not None:

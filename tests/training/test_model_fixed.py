@@ -20,6 +20,11 @@ from torchlean.trainer import RunConfig, Trainer, TrainerError
 
 X = np.random.default_rng(0).random((20, 4))
 Y = np.arange(20) % 3
+class _BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
 RELU = nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 3))
 TANH = nn.sequential(nn.linear(4, 8), nn.tanh(), nn.linear(8, 3))
 
@@ -53,6 +58,11 @@ def test_the_trainer_s_seed_and_profile_cannot_be_replaced(trainer: Trainer[Any,
     with pytest.raises(AttributeError, match=r"^Trainer\.profile is fixed when the trainer is made .* so "
                        r"'fast_cpu' was not assigned; make a new Trainer with RunConfig\(profile=\.\.\.\)"):
         trainer.profile = profiles.get("fast_cpu")  # type: ignore[assignment]
+    # a value whose repr fails or floods is named safely: still the AttributeError (review156 L3)
+    with pytest.raises(AttributeError, match=r"so an integer of about 5001 digits was not assigned"):
+        trainer.seed = 10**5000  # type: ignore[assignment]
+    with pytest.raises(AttributeError, match=r"so a _BadRepr was not assigned"):
+        trainer.profile = _BadRepr()  # type: ignore[assignment]
     assert (trainer.seed, trainer.profile.name) == (0, "checked_cpu")
     np.testing.assert_array_equal(trainer.predict(X), before)
 

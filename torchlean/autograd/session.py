@@ -43,7 +43,7 @@ from typing import Any, Never, NoReturn, TextIO
 
 import numpy as np
 
-from torchlean._checks import is_builtin_or_numpy_int, shown_briefly
+from torchlean._checks import is_builtin_or_numpy_int, shown_briefly, shown_safely
 from torchlean.autograd._entries import EntryRecord, ExitOutcome
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.grad_mode import is_grad_enabled
@@ -202,9 +202,9 @@ _WHY_FIXED = {
 
 def _fixed_at_open(setting: str, value: object, instead: str) -> str:
     """The refusal of an assignment to a session setting fixed when it opens (review152 F1)."""
-    shown = value.name if isinstance(value, BackendProfile) else value
+    named = repr(value.name) if isinstance(value, BackendProfile) else shown_safely(value)
     return (
-        f"Session.{setting} is fixed when the session opens ({_WHY_FIXED[setting]}), so {shown!r} "
+        f"Session.{setting} is fixed when the session opens ({_WHY_FIXED[setting]}), so {named} "
         f"was not assigned; open a new session instead: {instead}"
     )
 
