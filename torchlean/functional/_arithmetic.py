@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from torchlean._tensor_errors import TensorError
 from torchlean.autograd import storage
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
@@ -98,9 +99,11 @@ def mul(a: Operand, b: Operand) -> Tensor:
                 return scale(b, factor)
         x, y = _pair(a, b)
         return run_op(BackendOp.MUL, (x, y), {})
-    except GuardError:  # checked on the refusal's path only: no cost to a float product
-        _check_floats("mul", "`*` records mul, or scale by a number", (a, b))
-        raise
+    except (GuardError, TensorError):  # checked on the refusal's path only: no cost to a float product
+        refusal = _float_refusal("mul", "`*` records mul, or scale by a number", (a, b))
+        if refusal is None:
+            raise
+        raise refusal from None  # int64 * nan was a TensorError about the number (review156 L2)
 
 
 def inv(x: Tensor) -> Tensor:
@@ -172,16 +175,24 @@ def _check_floats(op: str, records: str, operands: tuple[Operand, ...]) -> None:
     Raises:
         GuardError: an operand that is a Tensor of a dtype other than float32 or float64.
     """
+    refusal = _float_refusal(op, records, operands)
+    if refusal is not None:
+        raise refusal
+
+
+def _float_refusal(op: str, records: str, operands: tuple[Operand, ...]) -> GuardError | None:
+    """:func:`_check_floats`'s refusal, or None when every Tensor operand is a float one."""
     floats = [o.dtype for o in operands if isinstance(o, Tensor) and o.dtype.kind == "f"]
     target = floats[0] if floats else np.dtype(np.float32)  # the other operand's (review114 F7)
     for name, operand in zip("ab", operands, strict=False):
         if isinstance(operand, Tensor) and operand.dtype.kind != "f":
             which = f"operand {name}" if len(operands) > 1 else "input x"
             device = "" if operand.device == "cpu" else f", device='{operand.device}'"
-            raise GuardError(
+            return GuardError(
                 f"{op}: {which} has dtype {operand.dtype}; accepted: float32 or float64 ({records}, "
                 f"on floats only; convert with tl.tensor(t.numpy(), dtype='{target}'{device}))"
             )
+    return None
 
 
 def _check_pair(op: str, x: Tensor, y: Tensor) -> None:
