@@ -1167,7 +1167,8 @@ def _norm_eps(op: str, eps: float, dtype: torch.dtype, *, training: bool = False
         )
     if float(eps) < 0.0:  # as given, as the reference guard and PyTorch
         raise GuardError(f"native_cuda.{op}: eps={eps!r} is negative (accepted: a finite eps >= 0)")
-    fault = training_eps_fault(float(eps), rounded, guards.dtype_name(dtype)) if training else None
+    faulty = training and rounded <= 0.0  # the dtype's name is formatted for a refusal only (review156)
+    fault = training_eps_fault(float(eps), rounded, guards.dtype_name(dtype)) if faulty else None
     if fault is not None:
         raise GuardError(f"native_cuda.{op}: {fault}")
     return rounded
