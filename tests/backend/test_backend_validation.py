@@ -930,11 +930,20 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
     with pytest.raises(RegistryError, match=re.escape(refusal)):
         fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(
             aten_sum, name="reference.reduce_sum\u0334"),))])
-    # its own triple's name; a new one; words wholly in another script, or in Latin letters of their
-    # own, are names of their own (review154 M1: ``カーネル.relu`` was taken for ``aten.relu``)
+    # its own triple's name; a new one; words wholly in another script that do not read as Latin are
+    # names of their own (review154 M1: ``カーネル.relu`` was taken for ``aten.relu``)
+    # review156 M1: a word wholly in Cyrillic letters drawn like Latin ones; accents (composed or not)
+    for alike, shown in (("aten.\u0435\u0445\u0440", "U+0435 in place of e, U+0445 in place of x, "
+                          "U+0440 in place of p"),
+                         ("r\u00e9f\u00e9rence.reduce_sum", "U+0301 added, U+0301 added")):
+        with pytest.raises(RegistryError, match=re.escape(f"capsule `{alike}` (aten/cpu, op reduce_sum) "
+                                                          f"looks like the name of the shipped capsule")):
+            fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
+        with pytest.raises(RegistryError, match=re.escape(f"({shown}), which is the one for ")):
+            fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
     for free in ("aten.r\u0435duce_sum", "mylib.r\u0435duce_sum", "\u30ab\u30fc\u30cd\u30eb.reduce_sum",
                  "\u044f\u0434\u0440\u043e.reduce_sum", "\u03b1\u03b2\u03b3\u03b4.reduce_sum",
-                 "r\u00e9f\u00e9rence.reduce_sum"):
+                 "caf\u00e9.reduce_sum", "\u6211\u7684\u6838\u5fc3.exp"):
         fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=free),))])
     # a name shipped for two devices (libtorch.sdpa_forward: cpu and cuda) is free on either, not
     # on a third

@@ -169,11 +169,13 @@ def check_names(module: CapsuleModule) -> None:
     device may keep the name (it runs that capsule's handler, under the claims rule). Names are
     compared as a reader would match them: Unicode NFKC, surrounding whitespace dropped, case
     folded (``" Reference.reduce_sum"`` is refused too); and a name that spells a shipped one once
-    its combining marks are dropped and its letters of another script inside words of Latin
-    letters are read as the shipped name's (a Cyrillic ``е`` for the Latin ``e``:
-    ``rеference.relu``; review152 F5, review154 M1) counts as that name. A word wholly in another
-    script (``ядро.relu``, ``カーネル.relu``) is a name of its own; look-alikes of other kinds (ASCII
-    ``re1u`` for ``relu``, two characters drawn as one) are not caught.
+    its accents and other marks are dropped, its Cyrillic and Greek letters drawn like Latin ones
+    read as those and its other letters of another script inside words of Latin letters read as
+    the shipped name's (``rеference.relu`` with a Cyrillic ``е``, ``aten.ехр`` in Cyrillic,
+    ``référence.relu``; review152 F5, review154 M1, review156 M1) counts as that name. A word
+    wholly in another script that does not read as Latin (``ядро.relu``, ``カーネル.relu``) is a
+    name of its own; look-alikes of other kinds (ASCII ``re1u`` for ``relu``, two characters drawn
+    as one) are not caught.
 
     Raises:
         RegistryError: ``capsule module `{module}`: capsule `{name}` ({provider}/{device}, op {op})
@@ -199,30 +201,45 @@ def check_names(module: CapsuleModule) -> None:
         )
 
 
+_DRAWN_LATIN = str.maketrans({
+    # lower-case Cyrillic and Greek letters drawn like a Latin one (names are case folded first)
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y",
+    "\u0445": "x", "\u0455": "s", "\u0456": "i", "\u0458": "j", "\u0501": "d", "\u04cf": "l",
+    "\u04bb": "h", "\u051b": "q", "\u051d": "w", "\u0475": "v",
+    "\u03b1": "a", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03bf": "o", "\u03c1": "p",
+    "\u03c5": "u", "\u03c7": "x", "\u03f2": "c", "\u03f3": "j",
+})
+"""Letters of other scripts that read as a Latin letter (:func:`_look_alike`): a name written in
+them (``aten.ехр`` in Cyrillic) passes for the Latin one (review156 M1)."""
+
+
 def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
     """The shipped name ``shown`` is taken for (:func:`check_names`) and how it differs from it:
     ``shown`` itself and ``""`` when shipped or all ASCII; else the first shipped name that
-    ``shown`` spells once its combining marks are dropped (``relu`` with a dot above) and its
-    letters of another script than Latin inside a word of Latin letters are read as the shipped
-    name's (a Cyrillic ``е`` in ``rеference``), with the differences as ``U+0435 in place of e`` or
-    ``U+0307 added``; else ``shown`` and ``""``. A word written wholly in another script (``ядро``,
-    ``カーネル``) or with Latin letters of its own (``référence``) is a name of its own."""
+    ``shown`` spells once decomposed with its marks dropped (an accent, a dot above: ``rélu``), its
+    letters drawn like Latin ones read as those (:data:`_DRAWN_LATIN`: a Cyrillic ``е``, a whole
+    word ``ехр``) and its other letters of another script inside a word of Latin letters read as
+    the shipped name's, with the differences as ``U+0435 in place of e`` or ``U+0301 added``; else
+    ``shown`` and ``""``. A word wholly in another script that does not read as Latin (``ядро``,
+    ``カーネル``) is a name of its own."""
     if shown.isascii() or shown in shipped:
         return shown, ""
-    marks = [char for char in shown if unicodedata.category(char) in ("Mn", "Me")]
-    bare = "".join(char for char in shown if unicodedata.category(char) not in ("Mn", "Me"))
+    decomposed = unicodedata.normalize("NFD", shown)
+    marks = [char for char in decomposed if unicodedata.category(char) in ("Mn", "Me")]
+    bare = "".join(char for char in decomposed if unicodedata.category(char) not in ("Mn", "Me"))
+    read = bare.translate(_DRAWN_LATIN)
     mixed = [False] * len(bare)  # a letter of another script in a word with Latin letters
-    for word in re.finditer(r"[^\W_]+", bare):
+    for word in re.finditer(r"[^\W_]+", read):
         scripts = {_script(char) for char in word.group() if char.isalpha()}
         if "LATIN" in scripts and len(scripts) > 1:
             for at in range(word.start(), word.end()):
-                mixed[at] = _script(bare[at]) not in ("LATIN", "")
+                mixed[at] = _script(read[at]) not in ("LATIN", "")
     for name in shipped:
         if len(name) != len(bare):
             continue
         pairs = [(at, ours, theirs) for at, (ours, theirs) in enumerate(zip(bare, name, strict=True))
                  if ours != theirs]
-        if all(mixed[at] for at, _, _ in pairs) and (pairs or marks):
+        if all(read[at] == theirs or mixed[at] for at, _, theirs in pairs) and (pairs or marks):
             differences = [f"U+{ord(ours):04X} in place of {theirs}" for _, ours, theirs in pairs]
             differences += [f"U+{ord(mark):04X} added" for mark in marks]
             return name, ", ".join(differences)
