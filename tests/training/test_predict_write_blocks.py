@@ -54,3 +54,32 @@ def test_an_empty_prediction_set_writes_its_header(tmp_path: Path) -> None:
     out = tmp_path / "empty.csv"
     predict._write([], out, np.zeros(0, dtype=np.int64))
     assert out.read_text() == "row,prediction\n"
+
+
+def test_the_csv_reaches_the_file_in_pieces_made_as_they_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review156 L4: the test above passed on code that built the whole text first; here the
+    writer is handed pieces, and no piece is made before the one before it was written (the
+    probability cells are made as they are written, not all up front)."""
+    monkeypatch.setattr(predict, "WRITE_BLOCK", 2)
+    made: list[int] = []
+    values = np.full((5, 2), 0.5)
+    cells = predict._probability_cells(values, np.ones(5, dtype=bool))
+
+    def counted() -> object:
+        for number, row in enumerate(cells):
+            made.append(number)
+            yield row
+
+    written: list[tuple[str, list[int]]] = []
+
+    def spy(path: Path, text: object, what: str) -> None:
+        assert not isinstance(text, str)
+        for piece in text:  # type: ignore[attr-defined]
+            written.append((piece, list(made)))
+
+    monkeypatch.setattr(predict, "write_text_file", spy)
+    predict._write(["a"] * 5, tmp_path / "p.csv", None, (("p_a", "p_b"), counted()))
+    assert [rows for _, rows in written] == [[0], [0, 1, 2], [0, 1, 2, 3, 4]]
+    assert "".join(piece for piece, _ in written) == "prediction,p_a,p_b\n" + "a,0.5,0.5\n" * 5

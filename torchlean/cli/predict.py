@@ -887,7 +887,8 @@ def _csv_blocks(table: Iterable[list[object]], delimiter: str) -> Iterator[str]:
             yield text.getvalue()
             text.seek(0)
             text.truncate()
-    yield text.getvalue()
+    if text.tell():
+        yield text.getvalue()
 
 
 STDOUT_CHUNK = 4096
