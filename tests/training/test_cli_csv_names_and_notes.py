@@ -471,6 +471,24 @@ def test_predict_split_test_mse_is_train_test_mse_bit_for_bit(
     assert mse == test_mse == float(np.mean(in_order**2))
 
 
+def test_predict_split_test_mse_is_train_test_mse_under_fast_cpu(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # review159 F1: under fast_cpu a row's output can depend on its batch and place in it, so predict
+    # forwards the split's rows in the split's order (train's x_test's), not in file order
+    model, record, report, out = (tmp_path / name for name in ("m.npz", "r.json", "p.json", "p.csv"))
+    code, _, err = cli(capsys, "train", "--dataset", "diabetes", "--profile", "fast_cpu", "--epochs", "3",
+                       "--save", str(model), "--report-json", str(record))
+    assert (code, err) == (0, ""), err
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", "diabetes", "--split", "test", "--output",
+                       str(out), "--report-json", str(report))
+    assert (code, err) == (0, ""), err
+    assert json.loads(report.read_text())["mse"] == json.loads(record.read_text())["test_mse"]
+    with out.open(newline="") as handle:
+        rows = [int(r["row"]) for r in csv.DictReader(handle)]
+    assert rows == sorted(rows) and len(rows) == 89  # the output still lists the rows in file order
+
+
 # --- review63 F1: a header name column_N is no index of a headerless file ----------------------------
 
 

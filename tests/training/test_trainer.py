@@ -134,6 +134,24 @@ def test_transformer_bit_identical(digits, profile):
     assert attention == ["reference.attention" if profile == "checked_cpu" else "libtorch.sdpa_forward"]
 
 
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+def test_checked_cpu_outputs_of_a_row_do_not_depend_on_its_batch(digits, model):
+    # review159 F2 (README, "Where the bits of fast_cpu can differ"): under checked_cpu a row's
+    # output is the same bits alone, in batches of any height, and at any position in its batch
+    x = digits.x_test[:37]
+    trainer = make(build_model(model, 64, 10, hidden=8)[0], objective=Objective.CROSS_ENTROPY,
+                   input_shape=(64,), profile="checked_cpu")
+    trainer.fit(digits.x_train[:32], digits.y_train[:32], epochs=1, batch_size=16)
+    whole = trainer.predict(x)
+    order = np.random.default_rng(2).permutation(x.shape[0])
+    shuffled = np.empty_like(whole)
+    shuffled[order] = trainer.predict(x[order], batch_size=5)
+    alone = np.concatenate([trainer.predict(x[i : i + 1]) for i in range(x.shape[0])])
+    assert np.array_equal(whole, trainer.predict(x, batch_size=1))
+    assert np.array_equal(whole, shuffled)
+    assert np.array_equal(whole, alone)
+
+
 def test_capsules_in_first_use_order_all_reference():
     trainer = make(
         nn.sequential(nn.linear(3, 4), nn.sigmoid(), nn.linear(4, 2)), objective=Objective.CROSS_ENTROPY

@@ -1286,8 +1286,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     print(f"dataset={header_value(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
           f"profile={trainer.profile.name} execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
+    # the split's rows forwarded in its order, as train forwards x_test: under fast_cpu a row's output
+    # can depend on its batch and its place in it (review159 F1); ranked: their positions in x
+    ranked = None if order is None else np.searchsorted(np.sort(order), order)
     with contextlib.redirect_stdout(out):
-        logits = trainer.predict(x)
+        logits = trainer.predict(x if ranked is None else x[ranked])
+    if ranked is not None:
+        in_file_order = np.empty_like(logits)
+        in_file_order[ranked] = logits
+        logits = in_file_order
     obey_torch_threads(threads)
     outputs = logits.astype(np.float64)
     count = outputs.shape[0]
@@ -1321,8 +1328,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 # train's test_mse, by the same function (against the targets as read, in float64, not
                 # rounded to the checkpoint's dtype), over the rows in the split's order, as train sums
                 # them: --split test's mse is its test_mse bit for bit (review59 F15)
-                ranked = np.arange(count) if order is None else np.searchsorted(np.sort(order), order)
-                scored = ranked[finite[ranked]]
+                in_order = np.arange(count) if ranked is None else ranked
+                scored = in_order[finite[in_order]]
                 mse = (target_mse(outputs[scored], truth[scored], saved.target_mean, saved.target_scale)
                        if scored.size else math.nan)
                 kept = f" ({count - missing}/{count} rows; {missing} rows without a prediction excluded)"
