@@ -10,6 +10,7 @@ header, with numpy's own wording, as ``np.load(..., allow_pickle=False)`` refuse
 
 from __future__ import annotations
 
+import io
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
@@ -18,11 +19,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SUFFIX", "Entry", "NotAnArray", "header", "members", "read", "repeated_names"]
+__all__ = ["MAX_HEADER_BYTES", "SUFFIX", "Entry", "NotAnArray", "header", "members", "read", "repeated_names"]
 
 SUFFIX = ".npy"
 """The suffix of an archive member holding a numpy array (``np.savez`` adds it to each name)."""
 _MAGIC = b"\x93NUMPY"
+_LENGTH_BYTES = {(1, 0): 2, (2, 0): 4}
+"""The size of the header-length field of each ``.npy`` format version read (little-endian)."""
+MAX_HEADER_BYTES = 10_000
+"""The longest ``.npy`` header read: numpy's own bound (``max_header_size``'s default)."""
 _PICKLE_REFUSED = "Object arrays cannot be loaded when allow_pickle=False"
 """numpy's message for an object array read with ``allow_pickle=False``."""
 
@@ -72,11 +77,13 @@ def members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
 
 def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
     """The ``.npy`` header of member ``info`` (entry ``name``), read from its first bytes only
-    (``numpy.lib.format.read_array_header_1_0``/``_2_0``, with numpy's bound on a header's size).
+    (``numpy.lib.format.read_array_header_1_0``/``_2_0``), its length checked against
+    :data:`MAX_HEADER_BYTES` before the header is read.
 
     Raises:
         NotAnArray: the member does not start with the ``.npy`` magic string.
-        ValueError: a header numpy cannot parse, a ``.npy`` format version other than 1.0 and
+        ValueError: a header longer than :data:`MAX_HEADER_BYTES` (or cut inside its length
+            field), a header numpy cannot parse, a ``.npy`` format version other than 1.0 and
             2.0 (3.0 is written only for structured dtypes with non-Latin-1 field names), or an
             object dtype (``Object arrays cannot be loaded when allow_pickle=False``, numpy's words).
         zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError: what ``ZipFile.open``
@@ -87,13 +94,22 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         if len(start) < len(_MAGIC) + 2 or start[: len(_MAGIC)] != _MAGIC:
             raise NotAnArray(name)
         version = (start[-2], start[-1])
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-        elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-        else:
+        if version not in _LENGTH_BYTES:
             raise ValueError(f"entry {name!r}: .npy format version {version[0]}.{version[1]} is not read "
                              "(accepted: 1.0 and 2.0, as np.save writes plain arrays)")
+        # the header's length first: numpy reads and decodes a whole header before it applies its
+        # bound, so a declared length of 4 GiB, deflated from a few MB, took GBs (review158 F1)
+        prefix = stream.read(_LENGTH_BYTES[version])
+        length = int.from_bytes(prefix, "little")
+        if len(prefix) < _LENGTH_BYTES[version] or length > MAX_HEADER_BYTES:
+            declared = f"declares a header of {length} bytes" if len(prefix) == _LENGTH_BYTES[version] else (
+                "ends inside its header's length")
+            raise ValueError(f"entry {name!r}: its .npy {declared} (a plain array's takes under 200; "
+                             f"accepted: at most {MAX_HEADER_BYTES})")
+        text = io.BytesIO(prefix + stream.read(length))
+        reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                  else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = reader(text)
     if dtype.hasobject:
         raise ValueError(_PICKLE_REFUSED)
     return Entry(name, info, tuple(int(n) for n in shape), dtype)

@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import tracemalloc
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,6 +186,31 @@ def test_metadata_declaring_more_text_than_a_checkpoint_holds_is_refused_unread(
     ):
         checkpoint.load(path)
     assert reads == []
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_a_header_declaring_a_huge_length_is_refused_before_it_is_read(good, tmp_path, version):
+    # review158 F1: numpy reads and decodes a whole .npy header before applying its 10000-byte bound,
+    # so a header of spaces deflated to a few KB made it allocate twice the declared length
+    declared = 65_535 if version == (1, 0) else 8 * 2**20
+    width = 2 if version == (1, 0) else 4
+    bomb = b"\x93NUMPY" + bytes(version) + declared.to_bytes(width, "little") + b" " * declared
+    path = _rewrite(good, tmp_path / "hdr.npz", replace={"metadata.npy": bomb},
+                    compression=zipfile.ZIP_DEFLATED)
+    assert path.stat().st_size < 64 * 2**10
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError) as caught:
+            checkpoint.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(caught.value) == (
+        f"{path}: cannot read the .npz archive (entry 'metadata': its .npy declares a header of {declared} "
+        "bytes (a plain array's takes under 200; accepted: at most 10000))"
+    )
+    if version == (2, 0):  # 8 MiB declared: the header was never read (the old code held it twice)
+        assert peak < 2**20
 
 
 def test_a_compressed_checkpoint_of_the_right_shapes_still_loads(good, tmp_path):
