@@ -95,7 +95,9 @@ from torchlean._rows import Rows, blocks, lengths
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["STDIN", "BlankRowError", "Table", "check_file", "read_csv", "stdin_read_once"]
+__all__ = [
+    "STDIN", "BlankRowError", "Table", "check_file", "read_csv", "refused_character", "stdin_read_once"
+]
 
 Array: TypeAlias = npt.NDArray[Any]
 
@@ -931,6 +933,26 @@ _BREAKING = "\u0080-\u009f\u2028\u2029"
 ranges): Unicode's C1 control characters (U+0080 to U+009F: NEL, CSI, ...), which some terminals
 act on, and its line and paragraph separators, which ``str.splitlines`` and many line-based tools
 take for line breaks (review88 F5)."""
+
+
+_REFUSED_IN_TEXT = re.compile(
+    f"[{''.join(re.escape(chr(byte)) for byte in _CONTROL)}{_BREAKING}\ud800-\udfff]"
+)
+
+
+def refused_character(text: str) -> str | None:
+    """The first character of ``text`` that a cell of CSV text cannot hold, described
+    (``U+001B, a control character``; ``U+D800, a lone surrogate``), or None: the ASCII controls
+    but tab, line feed and carriage return (:data:`_CONTROL`), :data:`_BREAKING`, and the lone
+    surrogates (U+D800 to U+DFFF), which UTF-8 cannot encode. A checkpoint's class names are
+    checked with it: ``predict`` writes them raw (review158 F3, F4)."""
+    found = _REFUSED_IN_TEXT.search(text)
+    if found is None:
+        return None
+    point = ord(found.group())
+    kind = "a lone surrogate" if 0xD800 <= point <= 0xDFFF else (
+        "a line separator" if point in (0x2028, 0x2029) else "a control character")
+    return f"U+{point:04X}, {kind}"
 
 
 def _control_characters(delimiter: str) -> re.Pattern[str]:

@@ -66,7 +66,7 @@ from torchlean._cells import (
 )
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_or_numpy_int
 from torchlean._data_errors import DataError
-from torchlean.backend.display import name_shown
+from torchlean.backend.display import cut, name_shown
 from torchlean.backend.errors import UnknownLabelError
 
 __all__ = ["Task", "class_ids", "targets"]
@@ -425,7 +425,7 @@ def class_ids(
             raise UnknownLabelError(
                 f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "
                 f"unknown class label {_cell_shown(value)} "
-                f"(known: {' | '.join(map(display_name, classes))})"
+                f"(known: {' | '.join(cut(display_name(c)) for c in classes)})"  # review158 F5: 5 MB names
             )
         ids[r] = found
     return ids

@@ -59,12 +59,13 @@ from torchlean._atomic import replace_file
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
+from torchlean._csv import refused_character
 from torchlean._memory import usable_memory
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._tensor_data import host_array
 from torchlean.backend import profiles
 from torchlean.backend.contracts import ClaimKind, EvidenceKind
-from torchlean.backend.display import escaped
+from torchlean.backend.display import cut, escaped
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import (
     BackendOp,
@@ -127,6 +128,8 @@ _ARCHIVE_ERRORS = (
     MemoryError,  # an entry whose header claims more memory than there is
 )
 _NPY_MAGIC = b"\x93NUMPY"
+_LAST_CODE_POINT = 0x10FFFF
+"""Unicode's last code point: a UTF-32 code unit above it is no character."""
 _METADATA_CHARS = 2**24
 """The most characters a checkpoint's metadata entry may declare (64 MiB as numpy stores text;
 a run's metadata is some kilobytes, a few megabytes with tens of thousands of feature names):
@@ -843,6 +846,14 @@ class Checkpoint:
                 raise CheckpointError(
                     f"classes must be distinct, non-blank strings, got {_literals(self.classes)}"
                 )
+            for index, name in enumerate(self.classes):  # predict writes them raw (review158 F3, F4)
+                refused = refused_character(name)
+                if refused is not None:
+                    raise CheckpointError(
+                        f"class {index} {cut(display_name(name))} holds {refused}, which a class name read "
+                        "from CSV text cannot hold and predict would write raw (accepted: text whose only "
+                        "control characters are tab, line feed and carriage return)"
+                    )
             if len(self.classes) < 2 or len(self.classes) != self.outputs:
                 raise CheckpointError(
                     f"a classifier needs one class per output unit ({self.outputs}), at least two; "
@@ -1681,7 +1692,15 @@ def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
             f"the metadata entry declares {chars} characters, more than a checkpoint's metadata may hold "
             f"({_METADATA_CHARS})"
         )
-    text = str(_npz.read(archive, entry)[()])
+    stored = _npz.read(archive, entry)
+    units = np.frombuffer(stored.tobytes(), dtype=np.dtype(np.uint32).newbyteorder(stored.dtype.byteorder))
+    beyond = np.flatnonzero(units > _LAST_CODE_POINT)
+    if beyond.size:  # numpy makes such UTF-32 units a str CPython deems invalid (review158 F2)
+        raise CheckpointError(
+            f"not a torchlean checkpoint: the metadata's character {int(beyond[0])} is code unit "
+            f"{int(units[beyond[0]]):#x}, beyond Unicode's last code point U+10FFFF"
+        )
+    text = str(stored[()])
     try:
         meta = json.loads(text, object_pairs_hook=_unique_keys)
     except _RepeatedKey as error:  # review67 F13

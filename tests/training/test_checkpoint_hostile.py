@@ -12,10 +12,12 @@ entries whose data were read, and the refused ones must not be among them.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
 import os
+import re
 import tracemalloc
 import zipfile
 from collections.abc import Iterator
@@ -211,6 +213,94 @@ def test_a_header_declaring_a_huge_length_is_refused_before_it_is_read(good, tmp
     )
     if version == (2, 0):  # 8 MiB declared: the header was never read (the old code held it twice)
         assert peak < 2**20
+
+
+def _with_unit(good: Path, target: Path, word: str, unit: int) -> Path:
+    """``good`` with the first character of ``word`` in its metadata's UTF-32 text set to ``unit``
+    (as review158 crafted it: numpy reads any 32-bit unit back into a str)."""
+    arrays = _arrays(good)
+    text = str(arrays["metadata"])
+    units = np.frombuffer(np.array(text).tobytes(), np.uint32).copy()
+    units[text.index(word)] = unit
+    arrays["metadata"] = np.frombuffer(units.tobytes(), np.array(text).dtype).reshape(())
+    return _saved(target, arrays)
+
+
+@pytest.mark.parametrize("unit", [0x110000, 0xFFFFFFFF])
+def test_metadata_code_units_beyond_unicode_are_refused(good, tmp_path, unit, capsys):
+    # review158 F2: such a str made predict fail with a csv traceback, or write invalid UTF-8
+    path = _with_unit(good, tmp_path / "cp.npz", "versicolor", unit)
+    at = str(_arrays(good)["metadata"]).index("versicolor")
+    message = (f"{path}: not a torchlean checkpoint: the metadata's character {at} is code unit {unit:#x}, "
+               "beyond Unicode's last code point U+10FFFF")
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(caught.value) == message
+    code = main(["predict", str(path), "--dataset", "iris", "--ignore-labels", "--output",
+                 str(tmp_path / "p.csv")])
+    assert (code, capsys.readouterr().err) == (2, f"error: {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("\x1b]0;pwned\x07\x1b[2Jversicolor", "U+001B, a control character"),  # sets a title, clears
+        ("vers\x9bicolor", "U+009B, a control character"),  # C1 CSI
+        ("vers\u2028icolor", "U+2028, a line separator"),
+        ("vers\ud800", "U+D800, a lone surrogate"),  # JSON's "\ud800": predict failed writing it
+    ],
+)
+def test_class_names_predict_would_write_raw_are_refused(good, tmp_path, capsys, name, refused):
+    # review158 F3/F4: such a class loaded, and predict wrote it raw to the terminal (escape sequences)
+    # or failed as an output error ("cannot write the output") naming neither checkpoint nor class
+    meta = _meta(good)
+    meta["classes"][1] = name
+    path = _saved(tmp_path / "c.npz", {**_arrays(good), "metadata": np.array(json.dumps(meta))})
+    message = (f"{path}: class 1 {name!r} holds {refused}, which a class name read from CSV text cannot "
+               "hold and predict would write raw (accepted: text whose only control characters are tab, "
+               "line feed and carriage return)")
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(caught.value) == message
+    code = main(["predict", str(path), "--dataset", "iris", "--ignore-labels"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (2, f"error: {message}\n") and "\x1b" not in out
+    saved = checkpoint.load(good)  # nor is such a checkpoint built or saved in Python
+    with pytest.raises(CheckpointError, match=r"^class 1 .* holds " + re.escape(refused)):
+        dataclasses.replace(saved, classes=("setosa", name, "virginica"))
+
+
+def test_a_raw_surrogate_unit_in_a_class_name_is_refused(good, tmp_path):
+    path = _with_unit(good, tmp_path / "s.npz", "versicolor", 0xD800)
+    with pytest.raises(CheckpointError, match=r"class 1 '\\ud800ersicolor' holds U\+D800, a lone surrogate"):
+        checkpoint.load(path)
+
+
+def test_a_huge_class_name_is_cut_in_an_unknown_label_error(good, tmp_path, capsys):
+    # review158 F5: a 5-million-character class made predict's error one line of 5 MB
+    meta = _meta(good)
+    meta["classes"][0] = "s" * 5_000_000
+    path = _saved(tmp_path / "h.npz", {**_arrays(good), "metadata": np.array(json.dumps(meta))})
+    assert main(["predict", str(path), "--dataset", "iris"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: iris: row 1, column target: unknown class label 'setosa' (known: sss")
+    assert err.endswith("s... (5000000 characters) | versicolor | virginica); --ignore-labels predicts "
+                        "without reading the labels (no accuracy)\n") and len(err) < 1000
+
+
+def test_class_names_with_tabs_and_line_breaks_still_load(good, tmp_path):
+    # a quoted CSV cell holds them, and torchlean train reads such labels
+    meta = _meta(good)
+    meta["classes"][1] = "vers\ticolor\r\nB"
+    path = _saved(tmp_path / "t.npz", {**_arrays(good), "metadata": np.array(json.dumps(meta))})
+    assert checkpoint.load(path).classes[1] == "vers\ticolor\r\nB"
+
+
+def test_class_names_beyond_the_basic_plane_still_load(good, tmp_path):
+    meta = _meta(good)
+    meta["classes"][1] = "vers\U0001F600 \u00e9"  # an emoji (a surrogate pair in JSON's escapes) and é
+    path = _saved(tmp_path / "astral.npz", {**_arrays(good), "metadata": np.array(json.dumps(meta))})
+    assert checkpoint.load(path).classes[1] == "vers\U0001F600 \u00e9"
 
 
 def test_a_compressed_checkpoint_of_the_right_shapes_still_loads(good, tmp_path):

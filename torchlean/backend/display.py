@@ -6,7 +6,7 @@ This module depends on nothing else in torchlean.
 
 from __future__ import annotations
 
-__all__ = ["escaped", "name_shown"]
+__all__ = ["LINE_LIMIT", "cut", "escaped", "name_shown"]
 
 
 def name_shown(text: object) -> str:
@@ -30,3 +30,20 @@ def escaped(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+LINE_LIMIT = 400
+"""The most characters of a checkpoint's text (a name, a setting, ``environment.argv``, the
+dataset ``trained_on=`` names) or of a list of names that a report line shows; a longer one is
+cut, with its length (review67 F7, review68 F6)."""
+
+
+def cut(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` itself when it has at most ``limit`` characters; else its start, ``...`` and its
+    length, ``limit`` characters in all: ``'xxxx... (50000000 characters)'``, so a crafted
+    checkpoint's 50 MB dataset string prints a header line of some 400 characters. Cut a text
+    already escaped (:func:`escaped`), whose length is what prints (review75 F5)."""
+    if len(text) <= limit:
+        return text
+    length = f"... ({len(text)} characters)"
+    return text[: max(0, limit - len(length))] + length

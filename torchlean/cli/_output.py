@@ -295,23 +295,6 @@ def source_note() -> str:
     return f"note: {escaped(fault)}; the records carry torchlean_source_sha256 null (unknown)\n"
 
 
-LINE_LIMIT = 400
-"""The most characters of a checkpoint's text (a name, a setting, ``environment.argv``, the
-dataset ``trained_on=`` names) or of a list of names that a report line shows; a longer one is
-cut, with its length (review67 F7, review68 F6)."""
-
-
-def cut(text: str, limit: int = LINE_LIMIT) -> str:
-    """``text`` itself when it has at most ``limit`` characters; else its start, ``...`` and its
-    length, ``limit`` characters in all: ``'xxxx... (50000000 characters)'``, so a crafted
-    checkpoint's 50 MB dataset string prints a header line of some 400 characters. Cut a text
-    already escaped (:func:`escaped`), whose length is what prints (review75 F5)."""
-    if len(text) <= limit:
-        return text
-    length = f"... ({len(text)} characters)"
-    return text[: max(0, limit - len(length))] + length
-
-
 def header_value(path: str | os.PathLike[str]) -> str:
     """``path`` (or another text: ``trained_on=``, the checkpoint's dataset) as a ``key=value``
     header line shows it (``dataset=``, ``checkpoint=``): its characters that are not printable

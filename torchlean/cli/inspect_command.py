@@ -57,13 +57,13 @@ from typing import Any
 
 from torchlean import _csv, _delimiter, checkpoint, data, provenance
 from torchlean.backend import profiles
+from torchlean.backend.display import LINE_LIMIT
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli import _resume
 from torchlean.cli._args import DELIMITER_HELP, delimiter, json_record_instead, refuse_csv_options
 from torchlean.cli._completion import completed
 from torchlean.cli._output import (
-    LINE_LIMIT,
     STDOUT,
     check_distinct,
     check_writable,

@@ -77,7 +77,7 @@ The report goes to stdout when ``--output`` is given, else to stderr (stdout the
 CSV, and a reader of it that goes away stops the command with exit status 141, the record of
 ``--report-json`` unwritten): ``checkpoint=...`` (with ``trained_on=``, the checkpoint's dataset,
 a character that is not printable written as its backslash escape, one over
-:data:`~torchlean.cli._output.LINE_LIMIT` characters cut, with its length; ``trained_under=``, the
+:data:`~torchlean.backend.display.LINE_LIMIT` characters cut, with its length; ``trained_under=``, the
 profile the weights were trained under,
 which ``--profile`` does not change, and ``dropout=P`` after ``model=`` for a model trained with
 ``--dropout``, whose dropout layers predict as the identity, as ``torch.nn.Dropout`` in
@@ -132,6 +132,7 @@ from torchlean._csv import reading, stdin_read_once
 from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend import profiles, report
+from torchlean.backend.display import cut
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.vocabulary import Device
 from torchlean.cli import _formulas, _resume
@@ -152,7 +153,6 @@ from torchlean.cli._output import (
     STDOUT,
     check_distinct,
     check_writable,
-    cut,
     dataset_name,
     escaped,
     file_path,
