@@ -82,6 +82,7 @@ from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
 from torchlean.optim import OPTIMIZERS
+from torchlean.optim._records import negative_entry
 from torchlean.provenance import ENVIRONMENT_KEYS, LATER_KEYS, environment_fault, is_sha256
 from torchlean.trainer import RECORD_ORDERS, ExecutionMode, Objective, RunConfig, Trainer
 
@@ -1165,7 +1166,8 @@ def _optimizer_values(state: Mapping[str, Array]) -> None:
     """Check the values of an optimizer state :func:`_optimizer_form` accepted, as
     :meth:`Optimizer.load_state_dict <torchlean.optim.Optimizer.load_state_dict>` would: a
     ``kind`` naming an optimizer (one of :data:`_THIRD_KINDS` when there are ``third.<i>``
-    buffers), step counts >= 0, a finite learning rate >= 0.
+    buffers) whose never-negative buffers hold no negative entry (Adam's second moments), step
+    counts >= 0, a finite learning rate >= 0.
 
     Raises:
         CheckpointError: naming the entry and the accepted values.
@@ -1185,6 +1187,10 @@ def _optimizer_values(state: Mapping[str, Array]) -> None:
                 f"optimizer keeps no third buffer (only {', '.join(_THIRD_KINDS)} do: AMSGrad, centered "
                 "RMSprop)"
             )
+        for key, value in state.items():  # review158 F6: a negative second moment trained into NaN
+            negative = negative_entry(name, key, value)
+            if negative is not None:
+                raise CheckpointError(f"training optimizer {negative}")
     for key in ("steps", "param_steps"):
         counts = state.get(key)
         if counts is not None and bool((counts < 0).any()):

@@ -288,6 +288,23 @@ def test_a_huge_class_name_is_cut_in_an_unknown_label_error(good, tmp_path, caps
                         "without reading the labels (no accuracy)\n") and len(err) < 1000
 
 
+def test_a_negative_second_moment_is_refused_at_load(good, tmp_path, capsys):
+    # review158 F6: it loaded, and --resume trained into NaN with advice to lower --lr
+    arrays = _arrays(good)
+    second = -np.abs(arrays["optimizer/second.0"]) - 1
+    arrays["optimizer/second.0"] = second
+    path = _saved(tmp_path / "neg.npz", arrays)
+    message = (f"{path}: training optimizer state entry second.0 holds {second.flat[0].item()!r} at index "
+               f"[0, 0] ({second.size} of {second.size} entries negative), but adam's second buffer holds "
+               "the second moment, a running mean of squared gradients, never negative: the state was "
+               "altered")
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(caught.value) == message
+    assert main(["train", "--resume", str(path), "--epochs", "2"]) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
+
+
 def test_class_names_with_tabs_and_line_breaks_still_load(good, tmp_path):
     # a quoted CSV cell holds them, and torchlean train reads such labels
     meta = _meta(good)

@@ -203,3 +203,44 @@ def test_a_third_entry_that_names_no_parameter_gets_the_plain_refusal(key):
     state = {**optim.adam(0.1).create(params).state_dict(), key: np.ones(3)}
     with pytest.raises(OptimizerError, match=rf"unexpected \['{re.escape(key)}'\] \(create the optimizer"):
         optim.adam(0.1).create(params).load_state_dict(state)
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "what"),
+    [
+        (optim.adam(0.05), "second.0", "the second moment, a running mean of squared gradients"),
+        (optim.adamw(0.05, amsgrad=True), "third.2", "AMSGrad's running maximum of the second moment"),
+        (optim.rmsprop(0.01), "second.1", "the running mean of squared gradients"),
+        (optim.adagrad(0.1), "second.3", "the sum of squared gradients"),
+    ],
+)
+def test_a_negative_entry_in_a_buffer_of_squares_is_refused_before_anything_changes(config, key, what):
+    # review158 F6: such a state loaded, and the resumed run trained into NaN (sqrt of it)
+    params = [p.copy() for p in nn.build(LAYER, input_shape=(3,), seed=0, dtype=np.float64).parameters]
+    optimizer = config.create(params)
+    grads = [np.full_like(p, 0.5) for p in params]
+    optimizer.step(params, grads)
+    state = optimizer.state_dict()
+    before = {name: value.copy() for name, value in state.items()}
+    state[key] = state[key].copy()
+    state[key].flat[1] = -0.25
+    kind = config.name
+    index = [int(i) for i in np.unravel_index(1, state[key].shape)]
+    message = (f"optimizer: state entry {key} holds -0.25 at index {index} (1 of {state[key].size} entries "
+               f"negative), but {kind}'s {key.partition('.')[0]} buffer holds {what}, never "
+               "negative: the state was altered")
+    with pytest.raises(OptimizerError) as caught:
+        optimizer.load_state_dict(state)
+    assert str(caught.value) == message
+    after = optimizer.state_dict()
+    assert all(np.array_equal(after[name], value) for name, value in before.items())
+
+
+def test_a_centered_rmsprop_gradient_average_may_be_negative():
+    params = [p.copy() for p in nn.build(LAYER, input_shape=(3,), seed=0, dtype=np.float64).parameters]
+    optimizer = optim.rmsprop(0.01, centered=True).create(params)
+    optimizer.step(params, [np.full_like(p, -0.5) for p in params])
+    state = optimizer.state_dict()
+    assert (state["third.0"] < 0).all()  # the premise: a real run's average of negative gradients
+    optimizer.load_state_dict(state)
+

@@ -7,6 +7,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
@@ -64,6 +65,10 @@ class OptimizerConfig(ABC):
     third_buffer: ClassVar[tuple[str, str]] = ("its setting", "a third buffer")
     """The setting that makes :meth:`has_third` true and what its buffer holds, as messages name
     them (``("amsgrad", "AMSGrad's running maximum of v")``)."""
+    never_negative: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """The state buffers (``second``, ``third``) that no run of this record makes negative, each
+    with what it holds (Adam's ``second``: a running mean of squared gradients); a state loaded
+    with a negative entry there was altered (review158 F6: it trained into NaN)."""
 
     def __post_init__(self) -> None:
         """Refuse a hyper-parameter that is not a real number; store each one as a ``float``; run
@@ -272,6 +277,10 @@ class _AdamFamily(OptimizerConfig):
         ]
 
     third_buffer = ("amsgrad", "AMSGrad's running maximum of v")
+    never_negative = MappingProxyType({
+        "second": "the second moment, a running mean of squared gradients",
+        "third": "AMSGrad's running maximum of the second moment",
+    })
 
     def has_third(self) -> bool:
         return self.amsgrad
@@ -417,6 +426,7 @@ class RMSprop(OptimizerConfig):
         ]
 
     third_buffer = ("centered", "centered RMSprop's gradient average")
+    never_negative = MappingProxyType({"second": "the running mean of squared gradients"})
 
     def has_third(self) -> bool:
         return self.centered
@@ -470,6 +480,8 @@ class Adagrad(OptimizerConfig):
             ),
             _eps_check(self.eps),
         ]
+
+    never_negative = MappingProxyType({"second": "the sum of squared gradients"})
 
     def initial_second(self, param: Array) -> Array:
         return np.full_like(param, self.initial_accumulator_value)
@@ -752,6 +764,9 @@ class Optimizer(PicklesAtEveryProtocol):
                     f"optimizer: state entry {key} has shape {value.shape} and dtype {value.dtype}, but "
                     f"parameter {index} has shape {like.shape} and dtype {like.dtype}"
                 )
+            negative = negative_entry(self.config.name, key, value)
+            if negative is not None:
+                raise OptimizerError(f"optimizer: {negative}")
             buffers[key] = value.copy()
         self.steps = int(steps)
         self.param_steps = [int(n) for n in param_steps]
@@ -1220,6 +1235,25 @@ OPTIMIZERS: dict[str, type[OptimizerConfig]] = {
     "rmsprop": RMSprop,
     "adagrad": Adagrad,
 }
+
+
+def negative_entry(kind: str, key: str, value: Array) -> str | None:
+    """Why state entry ``key`` (``second.3``) of an optimizer of ``kind`` (``"adam"``) cannot be
+    ``value``: an entry below zero in a buffer that the record's updates never make negative
+    (:attr:`OptimizerConfig.never_negative`), named with its first such value and index; else None
+    (NaN is not negative: a diverged run's NaN state gets its own warning).
+    """
+    record = OPTIMIZERS.get(kind)
+    what = None if record is None else record.never_negative.get(key.partition(".")[0])
+    if what is None:
+        return None
+    below = np.flatnonzero(np.asarray(value < 0))
+    if not below.size:
+        return None
+    at = np.unravel_index(int(below[0]), value.shape)
+    return (f"state entry {key} holds {value[at].item()!r} at index {[int(i) for i in at]} "
+            f"({below.size} of {value.size} entries negative), but {kind}'s {key.partition('.')[0]} buffer "
+            f"holds {what}, never negative: the state was altered")
 
 
 def by_name(name: str, lr: RealLike) -> OptimizerConfig:
