@@ -117,6 +117,7 @@ from mypy.plugin import (
     TypeAnalyzerPluginInterface,
 )
 from mypy.typeanal import TypeAnalyser
+from mypy.typeops import make_simplified_union
 from mypy.types import (
     UNPACK_TYPE_NAMES,
     AnyType,
@@ -325,12 +326,15 @@ def _first_arg_type(arg_types: list[list[Type]]) -> Type | None:
 
 def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
     """numpy's operator ``method`` given a ``torchlean.Tensor`` operand: typed ``Tensor``, what
-    the Tensor's reflected operator returns at run time; a ``torchlean-operand`` error for ``@``."""
+    the Tensor's reflected operator returns at run time; a ``torchlean-operand`` error for ``@``.
+    An operand that may be a Tensor (``Tensor | ndarray``) gives the union of both results, and
+    the same errors (the Tensor case fails at run time); a type variable bound to ``Tensor``
+    counts as ``Tensor``."""
 
     def hook(ctx: MethodContext) -> Type:
         operand = _first_arg_type(ctx.arg_types)
-        proper = get_proper_type(operand) if operand is not None else None
-        if not (isinstance(proper, Instance) and proper.type.fullname == TENSOR):
+        tensor, alone = _tensor_operand(operand) if operand is not None else (None, False)
+        if tensor is None:
             return ctx.default_return_type
         if method in NUMPY_MATMUL:
             ctx.api.fail(MATMUL_ARRAY, ctx.context, code=OPERAND)
@@ -345,9 +349,21 @@ def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
                 ctx.context, code=OPERAND,
             )
             return ctx.default_return_type
-        return proper
+        # a Tensor | ndarray operand: either result (review157 F1); a TypeVar bound to Tensor: Tensor
+        return tensor if alone else make_simplified_union([tensor, ctx.default_return_type])
 
     return hook
+
+
+def _tensor_operand(typ: Type) -> tuple[Instance | None, bool]:
+    """The ``torchlean.Tensor`` instance type that operand type ``typ`` is or may be (itself, a
+    type variable's bound, or a member of a union, bounds read), and whether it is the only
+    possibility; ``(None, False)`` when no Tensor can be the operand."""
+    proper = _bound(typ)
+    items: Sequence[Type] = proper.items if isinstance(proper, UnionType) else [proper]
+    tensors = [item for item in map(_bound, items)
+               if isinstance(item, Instance) and item.type.fullname == TENSOR]
+    return (tensors[0], len(tensors) == len(items)) if tensors else (None, False)
 
 
 def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:

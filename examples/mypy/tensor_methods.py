@@ -12,12 +12,14 @@ The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typi
 compares them); the unmarked lines are clean.
 """
 
-from typing import assert_type
+from typing import TypeVar, assert_type
 
 import numpy as np
 
 import torchlean as tl
 from torchlean import Tensor
+
+T = TypeVar("T", bound=Tensor)
 
 x = tl.tensor(np.zeros((1, 3, 4)))
 w = tl.tensor(np.zeros((4, 2)))
@@ -78,3 +80,17 @@ assert_type(x.to("cpu"), Tensor)
 x.to()  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg]
 x.to("cpu", dtype=np.float32)  # E: Argument "dtype" to "to" of "Tensor" has incompatible type "type[floating[Any]]"; expected "None"  [arg-type]
 x.to(dtype="float64")  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg] # E: Argument "dtype" to "to" of "Tensor" has incompatible type "str"; expected "None"  [arg-type]
+
+
+
+def may_be_a_tensor(t: T, flag: bool) -> None:
+    """review157 F1: an operand that may be a Tensor (a union), or a type variable bound to
+    Tensor, is checked as a Tensor operand is (``Any``: numpy's own result, which the marker test
+    does not follow; a user's mypy prints ``ndarray[...]`` there)."""
+    a = np.ones(4)
+    u = x if flag else np.ones(4)
+    reveal_type(a + u)  # N: Revealed type is "torchlean.tensor.Tensor | Any"
+    reveal_type(a * t)  # N: Revealed type is "torchlean.tensor.Tensor"
+    a @ u  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand] # N: Right operand is of type "Tensor | ndarray[tuple[int], dtype[float64]]"
+    a > u  # E: > of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand] # N: Right operand is of type "Tensor | ndarray[tuple[int], dtype[float64]]"
+    a @ t  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand]
