@@ -126,9 +126,11 @@ from mypy.types import (
     FunctionLike,
     Instance,
     LiteralType,
+    NoneType,
     PlaceholderType,
     ProperType,
     RawExpressionType,
+    TupleType,
     Type,
     TypeOfAny,
     TypeType,
@@ -773,9 +775,8 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
     bare = not written.args and not written.empty_tuple_index  # ``Trainer[()]`` is written out
     # ``T = Trainer``: a generic alias (mypy, too, checks it where it is used, not here)
     whole_alias = isinstance(api, TypeAnalyser) and api.defining_alias and api.nesting_level == 0
-    if count < len(TRAINER_PARAMETERS) and (
-        not bare or (api.options.disallow_any_generics and not whole_alias)
-    ):
+    too_few = count < len(TRAINER_PARAMETERS)
+    if too_few and (not bare or (api.options.disallow_any_generics and not whole_alias)):
         missing = " and ".join(TRAINER_PARAMETERS[count:])
         api.fail(
             f'Type "{_written(written)}" leaves {missing} as Any, so shapes are not checked: '
@@ -784,9 +785,42 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
             code=TRAINER,
         )
     info = api.named_type(TRAINER_FULLNAME, []).type
+    args = [_shape_argument(arg, api, ctx.context) for arg in written.args]
     if isinstance(api, TypeAnalyser):
-        return api.analyze_type_with_type_info(info, written.args, ctx.context, written.empty_tuple_index)
-    return Instance(info, [api.analyze_type(arg) for arg in written.args])
+        analyzed = api.analyze_type_with_type_info(info, args, ctx.context, written.empty_tuple_index)
+    else:
+        analyzed = Instance(info, [api.analyze_type(arg) for arg in args])
+    proper = get_proper_type(analyzed)
+    if isinstance(proper, Instance) and not too_few:  # one error for a type (review157 F3)
+        written_out = len(proper.args) == len(args)  # else an unpacked tuple spread them
+        for position, arg in enumerate(proper.args):
+            if _is_no_shape(arg):
+                shown = _written(args[position]) if written_out else str(arg)
+                api.fail(f'Type argument "{shown}" of Trainer is no shape: {TRAINER_EXPECTED}', ctx.context,
+                         code=TRAINER)
+    return analyzed
+
+
+def _shape_argument(arg: Type, api: TypeAnalyzerPluginInterface, context: Context) -> Type:
+    """``arg`` of ``Trainer[...]``, or ``Any`` in place of an int written bare (``Trainer[4, 1]``),
+    reported with the spelling to use (mypy's own hint, ``Literal[4]``, would give a type no
+    shape-typed API takes: review157 F3)."""
+    if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, int):
+        api.fail(f'Type argument "{arg.literal_value}" of Trainer is an int, not a shape: write '
+                 f"Shape[{arg.literal_value}] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])", context,
+                 code=TRAINER)
+        return AnyType(TypeOfAny.from_error)
+    return arg
+
+
+def _is_no_shape(arg: Type) -> bool:
+    """Whether an analyzed ``Trainer`` argument is a type that is no shape: a literal, a tuple,
+    ``None`` or an instance of a class other than ``Shape`` and ``object`` (``Any``, ``object``,
+    type variables and unions pass: a union of shapes is a shape type)."""
+    proper = get_proper_type(arg)
+    if isinstance(proper, Instance):
+        return proper.type.fullname not in (SHAPE_FULLNAME, OBJECT)
+    return isinstance(proper, LiteralType | TupleType | NoneType)
 
 
 class TorchLeanPlugin(Plugin):

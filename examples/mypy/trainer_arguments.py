@@ -108,3 +108,11 @@ GenericAlias: TypeAlias = Trainer
 OtherAlias = Trainer
 second: GenericAlias = inferred
 third: OtherAlias[Shape[4], Shape[9]] = trainer
+
+
+# review157 F3: arguments that are no shapes (mypy's own hint for Trainer[4, 1], Literal[4], gave a
+# type that no shape-typed API takes)
+ints: Trainer[4, 1]  # E: Type argument "4" of Trainer is an int, not a shape: write Shape[4] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])  [torchlean-trainer] # E: Type argument "1" of Trainer is an int, not a shape: write Shape[1] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])  [torchlean-trainer]
+literals: Trainer[Literal[4], Shape[1]]  # E: Type argument "Literal[4]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+others: Trainer[tuple[int, int], str]  # E: Type argument "tuple[int, int]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer] # E: Type argument "str" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+either: Trainer[Shape[4] | Shape[5], object]  # a union of shapes, and object: accepted
