@@ -232,6 +232,8 @@ TRAINER_EXPECTED: Final = (
 without the batch axis (``Trainer`` takes ``(n, *In)`` data; README "Shapes")."""
 TRAINER_PARAMETERS: Final = ("In", "Out")
 
+_INT64_MAX: Final = 2**63 - 1
+"""The largest dimension ``Shape`` takes at run time (an int64 extent, as numpy's and torch's)."""
 SHAPE_EXPECTED: Final = "expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts"
 
 
@@ -615,8 +617,9 @@ def _render_dimension(arg: Type) -> str:
     if isinstance(proper, RawExpressionType):
         kind = proper.base_type_name.rpartition(".")[2]
         value = proper.literal_value
-        if value is None:  # mypy keeps no value for a float, a complex, an int beyond int64 (which
-            # it reads as Any: review117 F5) or another expression
+        if value is None or (type(value) is int and value > _INT64_MAX):  # mypy keeps no value for a
+            # float, a complex, an int beyond int64 (which it reads as Any: review117 F5; mypy 2.0 kept
+            # that int: review157 F4) or another expression
             return ("(not an int literal mypy holds: a float, a complex, an int beyond 2**63 - 1 or an "
                     "expression)")
         if kind == "bytes":
@@ -680,7 +683,7 @@ def _raw_dimension(
     if not isinstance(arg, RawExpressionType):
         return arg
     value = arg.literal_value
-    if type(value) is int and value >= 0:
+    if type(value) is int and 0 <= value <= _INT64_MAX:
         return LiteralType(value, fallback=int_type, line=arg.line, column=arg.column)
     fail(_render_dimension(arg))
     return None
@@ -689,7 +692,7 @@ def _raw_dimension(
 def _valid_dimension(arg: Type) -> bool:
     proper = get_proper_type(arg)
     if isinstance(proper, LiteralType):
-        return type(proper.value) is int and proper.value >= 0
+        return type(proper.value) is int and 0 <= proper.value <= _INT64_MAX
     if isinstance(proper, UnpackType):  # ``*Ts`` only: ``*tuple[...]`` is refused at runtime too
         return isinstance(get_proper_type(proper.type), TypeVarTupleType | AnyType | PlaceholderType)
     return isinstance(proper, AnyType | TypeVarType | TypeVarTupleType | PlaceholderType)
