@@ -380,6 +380,19 @@ def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:
     return ctx.default_return_type
 
 
+def _aliased_construction_hook(info: TypeInfo) -> Callable[[FunctionContext], Type]:
+    """A sealed class called through a module-level variable declared with another type
+    (``make: Callable[..., AcceptedKernel] = AcceptedKernel``), whose call mypy types by the
+    declaration, so the class is known from the assignment only."""
+
+    def hook(ctx: FunctionContext) -> Type:
+        _check_sealed("Construction", info, ctx.api, ctx.context)
+        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)  # _gate=_GATE
+        return ctx.default_return_type
+
+    return hook
+
+
 def _copy_hook(route: str) -> Callable[[FunctionContext], Type]:
     def hook(ctx: FunctionContext) -> Type:
         first = _first_arg_type(ctx.arg_types)
@@ -862,6 +875,9 @@ class TorchLeanPlugin(Plugin):
         if self._constructs_sealed(fullname):
             return _construction_hook
         target = _aliased_function(node.node, self._module_table)
+        aliased_class = self._sealed_class(target) if target is not None else None
+        if aliased_class is not None and not aliased_class.is_newtype:  # make: Callable[..., K] = K
+            return _aliased_construction_hook(aliased_class)  # review157 F2
         if target in COPY_ROUTES:  # a module-level alias: x = copy.copy; x(kernel)
             return _copy_hook(COPY_ROUTES[target])
         if target is not None and _is_private_sealed_name(target):

@@ -4,6 +4,8 @@ Check with ``mypy --strict`` and ``plugins = ["torchlean.mypy_plugin"]``; the ma
 ``# E:`` is the exact error mypy prints (tests/typing/test_mypy_examples.py compares them).
 """
 
+from collections.abc import Callable
+
 import torchlean.backend.acceptance as acceptance
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, accept
@@ -70,6 +72,13 @@ class Holder:
 
 Holder.cls(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 Holder().cls(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
+
+# A module-level variable declared as a callable, holding the class (review157 F2): mypy types the
+# call by the declaration; the plugin reads the class from the assignment.
+declared_maker: Callable[..., AcceptedKernel] = AcceptedKernel
+loosely_declared: Callable[..., object] = AcceptedKernel
+declared_maker(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
+loosely_declared(planned.op, planned.capsule, profile.policy, _gate=_GATE)  # E: Construction of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_construct)  [torchlean-sealed] # E: "torchlean.backend.sealed._GATE" is private to torchlean: sealed values come only from their gates (caller: module bypass_construct)  [torchlean-sealed]
 
 # The real gate, reached through its module, is fine.
 again = acceptance.accept(planned, profile.policy)
