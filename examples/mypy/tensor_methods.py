@@ -78,7 +78,7 @@ x.sum(dim=1.5)  # E: Argument "dim" to "sum" of "Tensor" has incompatible type "
 x.clamp(min="0")  # E: Argument "min" to "clamp" of "Tensor" has incompatible type "str"; expected "float | floating[Any] | None"  [arg-type]
 assert_type(x.to("cpu"), Tensor)
 x.to()  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg]
-x.to("cpu", dtype=np.float32)  # E: Argument "dtype" to "to" of "Tensor" has incompatible type "type[floating[Any]]"; expected "None"  [arg-type]
+x.to("cpu", dtype=float)  # E: Argument "dtype" to "to" of "Tensor" has incompatible type "type[float]"; expected "None"  [arg-type]
 x.to(dtype="float64")  # E: Missing positional argument "device" in call to "to" of "Tensor"  [call-arg] # E: Argument "dtype" to "to" of "Tensor" has incompatible type "str"; expected "None"  [arg-type]
 
 

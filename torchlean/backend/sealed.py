@@ -21,6 +21,12 @@ Python the same guarantee is layered:
 * ``copy.copy``, ``copy.deepcopy``, ``copy.replace`` (``__replace__``, Python 3.13+) and
   ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError``.
 
+``sealed`` and ``Sealable`` are exported for torchlean's own sealed classes and for the plugin,
+which reads the decorator: a class of your own sealed with them needs the private ``_GATE`` and
+``_mint``, which the plugin reports in any module outside torchlean (review157 F5), and the
+runtime names a gate by its module's ``__name__`` (``__main__.make`` when run as a script). Sealing
+your own classes is not supported.
+
 Honest limit (typing-notes.md §2.1): code in the same process can still reach the private
 helpers, and the fingerprint covers a sealed value's own fields by identity, not the records they
 point to (a capsule, policy or handler, or a shipped catalog capsule, rebound with
