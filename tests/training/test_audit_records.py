@@ -147,6 +147,12 @@ def test_train_records_environment_and_data_digest(run: tuple[Path, Path, list[s
     assert environment["argv"] == ["torchlean", *argv] and environment["profile"] == "checked_cpu"
     assert environment["capsule_table_sha256"] == provenance.capsule_table_sha256("checked_cpu")
     assert record["checkpoint_sha256"] == hashlib.sha256(saved_path.read_bytes()).hexdigest()
+    # review159 F6: the weights' digest, inspect's, by the oracle of test_weights_and_file_digests
+    oracle_weights = hashlib.sha256()
+    for name, value in checkpoint.load(saved_path).weights.items():
+        header = f"{value.dtype.str}{value.shape};".encode()
+        oracle_weights.update(name.encode() + b"\n" + header + value.tobytes())
+    assert record["weights_sha256"] == oracle_weights.hexdigest()
     assert meta["split_seed"] == meta["seed"] == 0
     loaded = checkpoint.load(saved_path)
     assert loaded.environment is not None and loaded.environment["argv"] == ("torchlean", *argv)

@@ -173,3 +173,16 @@ def test_a_resume_keeps_the_run_s_count_unless_one_is_given(capsys: pytest.Captu
     code, _, err = cli(capsys, "train", "--resume", str(first), "--epochs", "3")
     assert code == 0 and (f"note: the run in {first} ran torch on 2 threads and this one runs it on 1 "
                           in err)
+
+
+def test_a_resumed_checked_cpu_run_runs_no_torch_and_says_so(capsys, tmp_path):
+    """review159 F5: inspect said of a resumed checked_cpu run that whether its segments' thread
+    counts differed is unknown; checked_cpu runs no torch kernel, so the count does not apply."""
+    first, resumed = tmp_path / "first.npz", tmp_path / "resumed.npz"
+    ok(capsys, "--dataset", "iris", "--hidden", "8", "--epochs", "2", "--save", str(first))
+    ok(capsys, "--resume", str(first), "--epochs", "3", "--save", str(resumed))
+    # (in this process torch was imported by other tests: the counts are recorded, as no CLI process
+    # of checked_cpu does; either way, no count applies)
+    assert len(metadata(resumed)["torch_threads_segments"]) == 2
+    expected = "torch_threads: none (profile checked_cpu runs no torch kernels on the CPU)"
+    assert threads_line(capsys, first) == threads_line(capsys, resumed) == expected

@@ -471,7 +471,12 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     elif None in segments and len(segments) > 1:  # review65 F3: whether they differed is unknown
         mixed = (f" (its segments, the first run then each --resume, ran torch on {counts} threads: whether "
                  "they differed is unknown)")
-    lines.append(f"torch_threads: {unrecorded if threads is None else threads}{mixed}")
+    if not provenance.runs_torch_on_cpu(profiles.get(saved.profile)):  # --resume keeps the profile
+        # review159 F5: no count applies, as the capability line says it (not "unknown"; a count a
+        # process that had imported torch for other work recorded is no count of this run's kernels)
+        lines.append(f"torch_threads: none (profile {_text(saved.profile)} runs no torch kernels on the CPU)")
+    else:
+        lines.append(f"torch_threads: {unrecorded if threads is None else threads}{mixed}")
     training = record["training"]
     if training is None:
         lines.append("training: none (predict only; --resume needs a checkpoint of torchlean train --save)")

@@ -1253,6 +1253,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
         record["checkpoint_sha256"] = None if is_stdout(args.save) else provenance.file_sha256(args.save)
+        record["weights_sha256"] = provenance.weights_sha256(weights)  # review159 F6: equal for equal bits
     record["seconds"] = time.perf_counter() - started
     record["capsules_order"] = RECORD_ORDERS[execution]
     record["capsules"] = capsules
