@@ -745,6 +745,22 @@ class Checkpoint:
         (the run taken as one segment)."""
         return self.torch_threads_segments or (self.torch_threads,)
 
+    def not_finite(self) -> list[tuple[str, int, int]]:
+        """The arrays holding NaN or infinite values, as ``(name, count, size)`` with the names the
+        archive gives them (``weights/4.bias``, ``last_weights/...``, ``optimizer/second.0``), in
+        that order: a diverged run's, or a hand edit's. ``predict`` leaves the rows such weights
+        reach without a prediction, ``--resume`` warns, ``inspect`` lists them (review158 F8)."""
+        groups: list[tuple[str, Mapping[str, Array]]] = [("weights/", self.weights)]
+        if self.training is not None:
+            groups += [("last_weights/", self.training.last_weights or {}),
+                       ("optimizer/", self.training.optimizer)]
+        return [
+            (f"{prefix}{name}", count, int(array.size))
+            for prefix, arrays in groups
+            for name, array in arrays.items()
+            if array.dtype.kind in "biuf" and (count := int(np.count_nonzero(~np.isfinite(array))))
+        ]
+
     def _check_settings_agree(self) -> None:
         """Refuse training settings whose ``profile`` or ``execution`` (the run's options, which
         ``--resume`` runs under) differ from the checkpoint's own (which ``predict`` runs under),

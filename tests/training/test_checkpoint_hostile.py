@@ -305,6 +305,26 @@ def test_a_negative_second_moment_is_refused_at_load(good, tmp_path, capsys):
     assert capsys.readouterr().err == f"error: {message}\n"
 
 
+def test_inspect_lists_the_arrays_that_are_not_finite(good, tmp_path, capsys):
+    # review158 F8: inspect said nothing of NaN weights, which predict then gave no prediction for
+    arrays = _arrays(good)
+    bias = arrays["weights/0.bias"].copy()
+    bias[[0, 2]] = [np.nan, np.inf]
+    second = arrays["optimizer/second.1"].copy()
+    second.flat[0] = np.nan
+    path = _saved(tmp_path / "nan.npz", {**arrays, "weights/0.bias": bias, "optimizer/second.1": second})
+    record = tmp_path / "r.json"
+    assert main(["inspect", str(path), "--report-json", str(record)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (f"not_finite: weights/0.bias (2 of {bias.size} values), optimizer/second.1 (1 of {second.size} "
+            "values): the run diverged, or the file was edited; predict gives no prediction where they "
+            "reach") in lines
+    assert json.loads(record.read_text())["not_finite"] == [
+        {"array": "weights/0.bias", "count": 2, "size": bias.size},
+        {"array": "optimizer/second.1", "count": 1, "size": second.size},
+    ]
+
+
 def test_class_names_with_tabs_and_line_breaks_still_load(good, tmp_path):
     # a quoted CSV cell holds them, and torchlean train reads such labels
     meta = _meta(good)

@@ -119,7 +119,8 @@ def test_report_json_on_stdout_prints_no_wrote_line(trained: tuple[Path, Path, P
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["checkpoint"] == str(trained[0])
-    assert done.stderr.splitlines()[-1].startswith("weights_sha256: ")
+    assert done.stderr.splitlines()[-2].startswith("weights_sha256: ")
+    assert done.stderr.splitlines()[-1] == "not_finite: none (every weight and optimizer value is finite)"
     # no "wrote PATH" line (the source line may say "another build ... wrote it" while files change)
     assert not [line for line in done.stderr.splitlines() if line.startswith("wrote ")], done.stderr
 

@@ -1226,17 +1226,8 @@ def _warn_not_finite(resumed: Resumed) -> None:
     ``last_weights/``, ``weights/`` are the best epoch's, which it restores at the end unless a
     later epoch improves (review31 F3)."""
     best_apart = resumed.training.last_weights is not None
-    groups = (
-        ("weights/", resumed.saved.weights),
-        ("last_weights/", resumed.training.last_weights or {}),
-        ("optimizer/", resumed.training.optimizer),
-    )
-    bad = [
-        (prefix, f"{prefix}{name} ({count} of {array.size} values)")
-        for prefix, arrays in groups
-        for name, array in arrays.items()
-        if array.dtype.kind in "biuf" and (count := int(np.count_nonzero(~np.isfinite(array))))
-    ]
+    bad = [(name.partition("/")[0] + "/", f"{name} ({count} of {size} values)")
+           for name, count, size in resumed.saved.not_finite()]
     if not bad:
         return
     more = f" and {len(bad) - 3} more arrays" if len(bad) > 3 else ""

@@ -170,6 +170,8 @@ def facts(
         **_capsules_compared(saved),
         "torchlean_source_matches": source,
         "weights_sha256": provenance.weights_sha256(saved.weights),
+        "not_finite": [{"array": name, "count": count, "size": size}
+                       for name, count, size in saved.not_finite()],
     }
     if dataset is not None:
         compared = predict.compare_data(dataset, saved, delimiter)
@@ -453,6 +455,17 @@ def _no_capability(profile: str) -> str:
     return f"none (profile {_text(profile)} runs no torch kernels on the CPU)"
 
 
+def _not_finite_line(arrays: list[dict[str, Any]]) -> str:
+    """``not_finite: none``, or the arrays holding NaN or infinite values, the first three named
+    (review158 F8: inspect said nothing of weights predict then refused to use)."""
+    if not arrays:
+        return "not_finite: none (every weight and optimizer value is finite)"
+    named = ", ".join(f"{_text(a['array'])} ({a['count']} of {a['size']} values)" for a in arrays[:3])
+    more = f" and {len(arrays) - 3} more arrays" if len(arrays) > 3 else ""
+    return (f"not_finite: {named}{more}: the run diverged, or the file was edited; predict gives no "
+            "prediction where they reach")
+
+
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     """The report's ``name: value`` lines for ``record`` (:func:`facts`)."""
     nouns = {"classes": "classes", "feature_names": "feature names"}
@@ -505,6 +518,7 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     lines.extend(_capsule_lines(record, profile))
     lines.append(_source_line(record["torchlean_source_matches"], saved))
     lines.append(f"weights_sha256: {record['weights_sha256']}")
+    lines.append(_not_finite_line(record["not_finite"]))
     if "data_matches" in record:
         given = _text(record["dataset_given"])
         lines.append(f"dataset_sha256: {_shown(record['dataset_sha256'])} ({given})")
