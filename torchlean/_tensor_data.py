@@ -97,15 +97,23 @@ def _from_torch_array(t: Any, *, widen: bool = False) -> Array:
     widened to float64, which holds each of its values exactly, as ``t.to(torch.float64)``.
 
     Raises:
-        TensorError: a meta, sparse or nested tensor (no dense values), or a dtype numpy cannot
+        TensorError: a meta, sparse (any sparse layout), mkldnn or nested tensor (no dense
+            values), or a dtype numpy cannot
             hold (``unsupported tensor dtype torch.bfloat16 (supported: float32 | float64 | int64 |
             bool)``) and not widened, before torch's own ``TypeError: Got unsupported ScalarType``.
     """
-    if t.device.type == "meta" or t.is_sparse or getattr(t, "is_nested", False):
-        kind = "meta" if t.device.type == "meta" else "sparse" if t.is_sparse else "nested"
+    layout = str(t.layout).removeprefix("torch.").lstrip("_")  # strided, sparse_csr, mkldnn, jagged ...
+    nested = bool(getattr(t, "is_nested", False))
+    if t.device.type == "meta" or nested or layout != "strided":  # review160 F2: every sparse layout
+        kind = ("meta" if t.device.type == "meta" else "nested" if nested
+                else "sparse" if layout.startswith("sparse") else layout)
+        # a nested tensor of the default layout has no sizes (review160 F1: its message raised)
+        shape = f"{t.size(0)} tensors of their own shapes" if nested else f"shape {tuple(t.shape)}"
+        make = ("" if kind == "meta" else "; t.to_padded_tensor(0.0) or t.unbind() makes them" if nested
+                else "; t.to_dense() makes one")
         raise TensorError(
-            f"cannot copy a {kind} torch tensor (shape {tuple(t.shape)}): it has no dense values "
-            "(accepted: dense torch tensors on cpu or cuda)"
+            f"cannot copy a {kind} torch tensor ({shape}, layout {layout}): it has no dense values "
+            f"(accepted: dense torch tensors on cpu or cuda{make})"
         )
     if str(t.dtype).removeprefix("torch.") not in _NUMPY_TORCH_DTYPES:
         if not (widen and t.is_floating_point()):

@@ -251,19 +251,42 @@ def test_torch_round_trip_copies_and_keeps_dtype() -> None:
         tl.from_torch(torch.ones(2, dtype=torch.float16))
 
 
+def _nested(layout: torch.layout) -> torch.Tensor:
+    with warnings.catch_warnings():  # torch: the strided nested layout is a prototype
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=layout)
+
+
 @pytest.mark.parametrize(
-    ("source", "kind"),
+    ("source", "message"),
     [
-        (torch.ones(3, device="meta"), "meta"),
-        (torch.eye(3).to_sparse(), "sparse"),
+        (lambda: torch.ones(3, device="meta"), "a meta torch tensor (shape (3,), layout strided): it has no "
+         "dense values (accepted: dense torch tensors on cpu or cuda)"),
+        (lambda: torch.eye(3).to_sparse(), "a sparse torch tensor (shape (3, 3), layout sparse_coo): it has "
+         "no dense values (accepted: dense torch tensors on cpu or cuda; t.to_dense() makes one)"),
+        # review160 F2: the compressed sparse layouts and mkldnn leaked torch's TypeError
+        (lambda: torch.eye(3).to_sparse_csr(), "a sparse torch tensor (shape (3, 3), layout sparse_csr)"),
+        (lambda: torch.eye(3).to_sparse_csc(), "a sparse torch tensor (shape (3, 3), layout sparse_csc)"),
+        (lambda: torch.eye(3).to_sparse_bsr((1, 1)),
+         "a sparse torch tensor (shape (3, 3), layout sparse_bsr)"),
+        (lambda: torch.eye(3).to_mkldnn(), "a mkldnn torch tensor (shape (3, 3), layout mkldnn): it has no "
+         "dense values (accepted: dense torch tensors on cpu or cuda; t.to_dense() makes one)"),
+        # review160 F1: the default nested layout has no sizes, and the message raised torch's RuntimeError
+        (lambda: _nested(torch.strided), "a nested torch tensor (2 tensors of their own shapes, layout "
+         "strided): it has no dense values (accepted: dense torch tensors on cpu or cuda; "
+         "t.to_padded_tensor(0.0) or t.unbind() makes them)"),
+        (lambda: _nested(torch.jagged),
+         "a nested torch tensor (2 tensors of their own shapes, layout jagged)"),
     ],
 )
-def test_torch_tensors_without_dense_values_are_refused(source: torch.Tensor, kind: str) -> None:
-    for make in (tl.from_torch, tl.tensor):
-        with pytest.raises(
-            tl.TensorError, match=rf"cannot copy a {kind} torch tensor \(shape \(3,(?: 3)?\)\)"
-        ):
-            make(source)
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state:UserWarning")
+def test_torch_tensors_without_dense_values_are_refused(
+    source: Callable[[], torch.Tensor], message: str
+) -> None:
+    value = source()
+    for make in (tl.from_torch, tl.tensor, lambda v: tl.tensor([1.0, 2.0]) + v):
+        with pytest.raises(tl.TensorError, match=re.escape(f"cannot copy {message}")):
+            make(value)
 
 
 def test_metadata_and_item() -> None:
