@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchlean._checks import is_int
+from torchlean._checks import is_int, shown
 from torchlean.backend.errors import TorchLeanError
 from torchlean.tensor import IntLike, RealLike
 
@@ -32,7 +32,8 @@ def _rate(name: str, value: object) -> float:
     except OverflowError:
         number = math.inf
     if not (math.isfinite(number) and number >= 0.0):
-        raise ScheduleError(f"warmup_cosine: {name} must be finite and >= 0, got {value!r}")
+        # shown: a 401-digit lr by its size (review160 F10)
+        raise ScheduleError(f"warmup_cosine: {name} must be finite and >= 0, got {shown(value)}")
     return number + 0.0
 
 

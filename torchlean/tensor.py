@@ -1629,6 +1629,7 @@ class Tensor:
         Raises:
             TensorTypeError: neither bound given (torch refuses that too: "At least one of 'min'
                 or 'max' must not be None"); a bound that is not a real number.
+            TensorError: a bound beyond the float64 range (``10**400``).
             GuardError: ``min > max`` or a NaN bound (the function's).
         """
         from torchlean import functional as F

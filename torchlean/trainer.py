@@ -295,7 +295,10 @@ class RunConfig:
     Building a config never opens a device: a typed-graph CUDA config is accepted here and
     refused when the trainer opens its session.
 
-    Every field is checked when the config is built. ``execution`` and ``device`` take a member or
+    Every field is checked when the config is built, each on its own; that ``profile`` targets
+    ``device`` is checked when a trainer opens its session (:meth:`resolve_profile`: a
+    ``RunConfig(profile="checked_cuda")``, whose device is ``cpu``, builds, and its first ``fit``
+    is refused; review160 F9). ``execution`` and ``device`` take a member or
     its label (``"typed-graph"``, ``"cuda"``), stored as the member; ``profile`` takes ``None``, a
     built-in profile name or a :class:`BackendProfile`; ``show_backend`` is a ``bool`` or a
     ``numpy.bool_`` (stored as a ``bool``); ``dtype`` is anything ``np.dtype`` resolves to float32

@@ -1041,9 +1041,10 @@ def test_dropout_of_integer_data_names_dropout_and_the_dtype() -> None:
     """review109 F5: it failed as ``bernoulli_mask: dtype dtype('int64') is not accepted``, naming
     an op the caller did not write; outside training it is the identity, as torch's."""
     ids = tl.tensor(np.array([1, 2, 3]))
-    with pytest.raises(TensorTypeError, match=re.escape(
-        "dropout: input x has dtype int64; accepted: float32 or float64 (the kept values are scaled by "
-        "1 / (1 - p)): give x a float dtype"
-    )):
-        tl.dropout(ids, 0.5)
+    for p in (0.5, 1.0):  # a GuardError, as documented and as every op's dtype refusal (review160 F3)
+        with pytest.raises(GuardError, match=re.escape(
+            "dropout: input x has dtype int64; accepted: float32 or float64 (the mask is drawn in x's dtype "
+            "and the kept values are scaled by 1 / (1 - p)): give x a float dtype"
+        )):
+            tl.dropout(ids, p)
     assert tl.dropout(ids, 0.5, training=False) is ids

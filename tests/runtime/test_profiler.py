@@ -191,9 +191,13 @@ def test_table_and_json() -> None:
     assert short[2].split()[3:5] == ["3", "3"]  # the three capsules' forward and VJP calls
     shares = [float(line.split()[-1].rstrip("%")) for line in lines[1:5]]
     assert sum(shares) == pytest.approx(100.0, abs=0.3)
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="limit must be an int >= 1 or None"):
+    for bad in (0, -1, 1.5, True, "2", np.int64(0)):  # a torchlean ValueError since review160 F7
+        with pytest.raises(profiler.ProfilerValueError, match=r"table: limit must be an int >= 1, got "):
             prof.table(limit=bad)  # type: ignore[arg-type]
+    assert issubclass(profiler.ProfilerValueError, ValueError)
+    assert prof.table(limit=np.int64(1)) == prof.table(limit=1)  # numpy integers, as everywhere
+    with pytest.raises(profiler.ProfilerValueError, match=r"^synchronizer needs a KernelCapsule, got int$"):
+        profiler.synchronizer(3)  # type: ignore[arg-type]
     record = json.loads(json.dumps([k.to_json() for k in prof.kernels]))
     assert {r["capsule"] for r in record} == {
         "reference.matmul", "reference.mul", "reference.reduce_sum", "reference.relu"

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from torchlean import nn, optim
+from torchlean.lr_schedules import ScheduleError
 from torchlean.trainer import RunConfig, Trainer, TrainerError
 
 
@@ -348,3 +349,13 @@ def test_warmup_cosine_pickles_and_copies_to_the_same_rates() -> None:
     for other in (pickle.loads(pickle.dumps(schedule)), copy.deepcopy(schedule), copy.copy(schedule)):
         assert [other(t) for t in range(0, 130, 7)] == [schedule(t) for t in range(0, 130, 7)]
     assert repr(schedule) == "warmup_cosine(lr=0.1, warmup_steps=10, total_steps=100, min_lr=0.01)"
+
+
+def test_warmup_cosine_names_a_huge_rate_by_its_size() -> None:
+    # review160 F10: the 401 digits were printed in full (and past 4300 digits repr itself raises)
+    for value, size in ((10**400, 401), (10**5000, 5001)):
+        with pytest.raises(ScheduleError) as caught:
+            optim.warmup_cosine(value, 1, 2)
+        assert str(caught.value) == (
+            f"warmup_cosine: lr must be finite and >= 0, got an integer of about {size} digits"
+        )

@@ -34,15 +34,23 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 
+from torchlean._checks import checked_int
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
 
-__all__ = ["KernelProfile", "KernelTime", "ProfilerError", "active", "profile", "synchronizer"]
+__all__ = [
+    "KernelProfile", "KernelTime", "ProfilerError", "ProfilerValueError", "active", "profile", "synchronizer"
+]
 
 
 class ProfilerError(TorchLeanError, RuntimeError):
     """A profile used out of order: entered twice, or read while it is still open."""
+
+
+class ProfilerValueError(TorchLeanError, ValueError):
+    """An argument of a profile's method out of its domain (``table(limit=0)``): a ``ValueError``,
+    as it was before it was a torchlean error (review160 F7)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,10 +180,10 @@ class KernelProfile:
 
         Raises:
             ProfilerError: read before the block has ended.
-            ValueError: ``limit`` not an int >= 1 or ``None``.
+            ProfilerValueError: ``limit`` not an integer >= 1 (a numpy integer is one) or ``None``.
         """
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise ValueError(f"limit must be an int >= 1 or None, got {limit!r}")
+        if limit is not None:
+            limit = checked_int(limit, "table: limit", 1, ProfilerValueError)
         records = self.kernels
         total = self.kernel_seconds
         shown, rest = (records, ()) if limit is None else (records[:limit], records[limit:])
@@ -229,7 +237,13 @@ def active() -> tuple[KernelProfile, ...]:
 def synchronizer(capsule: KernelCapsule) -> Callable[[], None] | None:
     """What to call around a timed kernel of ``capsule`` so its time is the device's:
     ``torch.cuda.synchronize`` for a ``cuda`` capsule on a machine with a CUDA device, else
-    ``None`` (the host emulation of the test suite runs ``cuda`` capsules on the CPU)."""
+    ``None`` (the host emulation of the test suite runs ``cuda`` capsules on the CPU).
+
+    Raises:
+        ProfilerValueError: ``capsule`` is not a :class:`KernelCapsule` (review160 F8).
+    """
+    if not isinstance(capsule, KernelCapsule):
+        raise ProfilerValueError(f"synchronizer needs a KernelCapsule, got {type(capsule).__name__}")
     if capsule.device is not Device.CUDA:
         return None
     import torch  # a cuda capsule ran: torch is loaded

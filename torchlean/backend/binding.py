@@ -167,6 +167,10 @@ def bind(accepted: AcceptedKernel, handler: KernelHandler[R]) -> ExecutableKerne
         BindingError: ``handler `h` implements `add`, but capsule `reference.relu` implements `relu` ``,
             ``handler `h` uses provider `torchlean`, but capsule `reference.relu` selects `reference` ``
             or ``handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu` ``.
+        beartype.roar.BeartypeCallHintParamViolation: an argument that is not an
+            :class:`AcceptedKernel` or not a :class:`KernelHandler` (its ``@beartype``; neither a
+            ``TypeError`` nor a torchlean error; nothing is checked so under ``python -O``, where
+            ``require_minted`` then refuses a non-kernel as unminted: review160 F6).
     """
     require_minted(accepted, "bind")
     message = _binding_error(accepted.capsule, handler)

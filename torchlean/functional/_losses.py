@@ -72,9 +72,12 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
     :func:`~torchlean.functional.reduce_sum`.
 
     Raises:
-        GuardError: shapes differ; an int64 or bool operand, or operands of two dtypes;
-            TensorError: an integer that does not fit the tensor's dtype;
-            a ``reduction`` other than ``"mean"`` (review89 F6).
+        GuardError: shapes differ; an int64 or bool operand, or operands of two dtypes.
+        TensorError: an integer that does not fit the tensor's dtype; a ``reduction`` other than
+            ``"mean"`` (review89 F6).
+        TensorTypeError: a constant operand that is not a real number, an array or a Tensor
+            (``'a'``, ``None``: ``cannot use 'a' of type str as a constant operand``), as
+            :func:`add`'s (review160 F5).
     """
     _reduction_mean(
         "mse_loss", reduction, "torch's reduction='none', the squared errors, is (prediction - target) * "

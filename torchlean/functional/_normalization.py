@@ -59,6 +59,7 @@ def layer_norm(
     Raises:
         GuardError: ``normalized_ndim`` outside ``[1, x.ndim]``, a weight or bias of another shape
             or dtype, or an ``eps`` that is negative or not finite in x's dtype (0 is accepted).
+        TensorError: an ``eps`` beyond the float64 range (``10**400``: review160 F4).
         TensorTypeError: a non-integer ``normalized_ndim``; an ``eps`` that is not a real number;
             a weight that is not a Tensor or None (an int or a sequence of ints there, torch's
             ``normalized_shape``, names ``normalized_ndim=``); ``normalized_shape=`` given.

@@ -174,6 +174,7 @@ def clamp(
 
     Raises:
         GuardError: ``lo > hi`` (naming both) or a NaN bound (naming it).
+        TensorError: a bound beyond the float64 range (``10**400``: review160 F4).
         TensorTypeError: neither bound given (torch refuses that too: "At least one of 'min' or
             'max' must not be None"); a bound that is not a real number (a string or a bool;
             ``None`` is a missing bound); a bound given twice (``lo`` and ``min``, ``hi`` and
@@ -208,6 +209,7 @@ def safe_log(x: Tensor, eps: RealLike = 1e-12) -> Tensor:
         GuardError: ``eps`` not finite and positive, or one that rounds to 0 or ``inf`` in x's
             dtype (``1e-50`` in float32), naming eps, the dtype and the accepted range; an int64
             or bool ``x``.
+        TensorError: an ``eps`` beyond the float64 range (``10**400``: review160 F4).
         TensorTypeError: ``eps`` is not a real number; ``x`` is not a Tensor (a number, a numpy
             array or a torch tensor: convert with ``torchlean.tensor``).
     """

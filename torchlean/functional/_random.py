@@ -104,7 +104,8 @@ def bernoulli_mask(
         GuardError: ``keep_prob`` outside ``[0, 1]`` or NaN, a tensor dtype other than
             float32/float64 (int64, bool), a negative extent, or a seed outside ``[0, 2**64 - 1]``.
         TensorError: a dtype torchlean tensors do not hold (``float16``, ``complex64``, an
-            unknown name: :func:`~torchlean.tensor.resolve_dtype`).
+            unknown name: :func:`~torchlean.tensor.resolve_dtype`); a ``keep_prob`` beyond the
+            float64 range (``10**400``: review160 F4).
         TensorTypeError: a non-integer extent or seed; a ``keep_prob`` that is not a real number.
     """
     session = current_session()
@@ -159,9 +160,10 @@ def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | N
     if not _flag("dropout: training", training) or prob == 0.0:
         return x
     if x.dtype not in (np.float32, np.float64):  # review109 F5: "bernoulli_mask: dtype dtype('int64')"
-        raise TensorTypeError(
-            f"dropout: input x has dtype {x.dtype}; accepted: float32 or float64 (the kept values are scaled "
-            "by 1 / (1 - p)): give x a float dtype"
+        # a GuardError, as every op's dtype refusal and as documented (review160 F3)
+        raise GuardError(
+            f"dropout: input x has dtype {x.dtype}; accepted: float32 or float64 (the mask is drawn in x's "
+            "dtype and the kept values are scaled by 1 / (1 - p)): give x a float dtype"
         )
     with storage.device_scope(x.device):  # the mask is drawn on x's device, not the current one
         mask = bernoulli_mask(x.shape, 1.0 - prob, seed=None if seed is None else int(seed), dtype=x.dtype)
