@@ -182,3 +182,25 @@ def test_the_cli_names_an_out_of_memory_error_without_text(
     assert err == (
         "error: out of memory (allocation failed); try smaller sizes (--hidden 512, --batch-size 32)\n"
     )
+
+
+@pytest.mark.parametrize("command", ["predict", "inspect"])
+def test_out_of_memory_with_a_checkpoint_names_it_not_size_options(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """review158 F10: predict and inspect, which take no size option, advised "try smaller sizes"."""
+    from torchlean.cli import inspect_command, main
+    from torchlean.cli import predict as predict_command
+
+    module = predict_command if command == "predict" else inspect_command
+
+    def failing(args: Any) -> int:
+        raise MemoryError("Unable to allocate 256. MiB for an array with shape (8192, 8192)")
+
+    monkeypatch.setattr(module, "run", failing)
+    argv = [command, "big model.npz", *(["--dataset", "iris"] if command == "predict" else [])]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "error: out of memory (Unable to allocate 256. MiB for an array with shape (8192, 8192)) running "
+        "checkpoint big model.npz's model, which needs more memory than this process may use\n"
+    )

@@ -397,7 +397,12 @@ def _run(argv: Sequence[str] | None) -> int:
         sizes = [f"--{dest.replace('_', '-')} {_shown_size(getattr(args, dest))}" for dest in _SIZE_OPTIONS
                  if getattr(args, dest, None) is not None]
         named = f" ({', '.join(sizes)})" if sizes else ""
-        print(f"error: out of memory ({text}); try smaller sizes{named}", file=sys.stderr)
+        checkpoint = getattr(args, "checkpoint", None)  # predict, inspect: no size of theirs to lower
+        from torchlean.cli._output import shown_path
+        advice = (f" running checkpoint {shown_path(checkpoint)}'s model, which needs more memory than this "
+                  "process may use" if checkpoint is not None and not sizes  # review158 F10
+                  else f"; try smaller sizes{named}")
+        print(f"error: out of memory ({text}){advice}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as error:  # a --no-deps install without torch (review96 L4, review97 M1)
         if error.name != "torch":
