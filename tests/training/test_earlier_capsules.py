@@ -102,7 +102,12 @@ def test_inspect_prints_the_earlier_capsules_the_last_segment_did_not_run(
         "    relu: reference.relu provider=reference trust=checked vjp=torchlean-tape reduction=n/a",
         "  segment 2 of 3: the last segment's capsule table; 5 capsules, all in the last segment's list",
     ]
-    assert lines[start + 4] == "capsules_match: same as this torchlean's for profile fast_cpu"
+    # review159 F3: the environment lines say they are the last segment's only
+    assert lines[start + 4] == (
+        "  environment: the last segment's only (the earlier segments' numpy SIMD level, torch CPU "
+        "capability and versions are not recorded; --resume printed a note where one changed)"
+    )
+    assert lines[start + 5] == "capsules_match: same as this torchlean's for profile fast_cpu"
     record = json.loads((tmp_path / "i.json").read_text())
     assert record["earlier_capsules"] == metadata(third)["earlier_capsules"]
     assert record["capsules_match"] is True  # reference.relu is in today's fast_cpu table too

@@ -322,6 +322,9 @@ def _earlier_lines(record: dict[str, Any]) -> list[str]:
                 else f"{len(others)} not in the last segment's list:")
         lines.append(f"{head}; {len(rows)} capsules, {said}")
         lines.extend(_row_line(row, "    ") for row in others)
+    # review159 F3: the environment lines are the last segment's; nothing records an earlier one's
+    lines.append("  environment: the last segment's only (the earlier segments' numpy SIMD level, torch CPU "
+                 "capability and versions are not recorded; --resume printed a note where one changed)")
     return lines
 
 
