@@ -325,6 +325,36 @@ def test_inspect_lists_the_arrays_that_are_not_finite(good, tmp_path, capsys):
     ]
 
 
+@pytest.mark.parametrize(
+    ("edit", "counts", "expected"),
+    [
+        ("batch_size", "took 4 steps", "1 epochs of 120 training rows in batches of 16 take 8 (8 an epoch)"),
+        ("epochs_done", "took 4 steps", "2 epochs of 120 training rows in batches of 32 take 8 (4 an epoch)"),
+        ("param_steps", "counts [4, 4, 1, 4, 4, 4] steps per parameter",
+         "1 epochs of 120 training rows in batches of 32 take 4 (4 an epoch, per parameter "
+         "[4, 4, 4, 4, 4, 4])"),
+    ],
+)
+def test_resume_refuses_step_counts_its_epochs_do_not_take(good, tmp_path, capsys, edit, counts, expected):
+    # review158 F7: an edited batch size or epochs done resumed into a run matching neither version
+    meta, arrays = _meta(good), _arrays(good)
+    assert (meta["training"]["settings"]["batch_size"], meta["training"]["epochs_done"]) == ("32", 1)
+    assert arrays["optimizer/steps"] == 4  # the premise: ceil(120 / 32) steps in the one epoch
+    if edit == "batch_size":
+        meta["training"]["settings"]["batch_size"] = "16"
+    elif edit == "epochs_done":
+        meta["training"]["epochs_done"] = meta["training"]["epochs"] = 2
+    else:
+        arrays["optimizer/param_steps"] = np.array([4, 4, 1, 4, 4, 4])
+    path = _saved(tmp_path / "edited.npz", {**arrays, "metadata": np.array(json.dumps(meta))})
+    assert main(["train", "--resume", str(path), "--epochs", "3"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: checkpoint {path}: its optimizer {counts}, but {expected}: its epochs done, batch size or "
+        "optimizer state was edited, so the resumed run would be neither the saved run nor an uninterrupted "
+        "one; train a new run\n"
+    )
+
+
 def test_class_names_with_tabs_and_line_breaks_still_load(good, tmp_path):
     # a quoted CSV cell holds them, and torchlean train reads such labels
     meta = _meta(good)

@@ -1215,6 +1215,36 @@ def restore(
         held_out.resume(training.val_losses, training.val_metrics, resumed.saved.weights)
 
 
+def check_steps(resumed: Resumed | None, trainer: Trainer[Any, Any], rows: int, batch_size: int) -> None:
+    """Refuse a resumed run whose optimizer step counts (restored in ``trainer``) are not those
+    its epochs done take: ``epochs_done`` epochs of ``rows`` training rows in batches of
+    ``batch_size`` (the checkpoint's) are ``epochs_done * ceil(rows / batch_size)`` steps, each
+    parameter's the same, a frozen one's 0. A run saves at an epoch's end, so they agree unless
+    the checkpoint was edited (its batch size, epochs done or step counts: review158 F7), and the
+    resumed run would then be neither the saved run nor any uninterrupted one.
+
+    Raises:
+        TorchLeanError: naming the counts and what they should be.
+    """
+    if resumed is None:
+        return
+    per_epoch = -(-rows // batch_size)
+    expected = resumed.training.epochs_done * per_epoch
+    optimizer = trainer.optimizer
+    wanted = [0 if optimizer.is_frozen(i) else expected for i in range(len(optimizer.param_steps))]
+    if optimizer.steps == expected and optimizer.param_steps == wanted:
+        return
+    counts = (f"took {optimizer.steps} steps" if optimizer.steps != expected
+              else f"counts {optimizer.param_steps} steps per parameter")
+    raise TorchLeanError(
+        f"checkpoint {shown_path(resumed.path)}: its optimizer {counts}, but {resumed.training.epochs_done} "
+        f"epochs of {rows} training rows in batches of {batch_size} take {expected} ({per_epoch} an epoch"
+        f"{', per parameter ' + str(wanted) if optimizer.steps == expected else ''}): its epochs done, "
+        "batch size or optimizer state was edited, so the resumed run would be neither the saved run nor "
+        "an uninterrupted one; train a new run"
+    )
+
+
 def _warn_not_finite(resumed: Resumed) -> None:
     """A ``warning:`` line on stderr when arrays of the checkpoint the run resumes from hold NaN or
     infinite values (a diverged run's weights and optimizer state, Adam's moments, or a hand

@@ -1044,6 +1044,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         args, dataset, None if classification else (y_mean, y_scale)
     )
     _resume.restore(resumed, trainer, held_out)  # the weights, optimizer, history
+    _resume.check_steps(resumed, trainer, dataset.x_train.shape[0], args.batch_size)
 
     # Open the session first, so a profile that cannot run here fails before any output, but
     # hold what it prints (the --show-backend banner) until the header lines are out.
