@@ -66,7 +66,7 @@ from torchlean._cells import (
 )
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_or_numpy_int
 from torchlean._data_errors import DataError
-from torchlean.backend.display import cut, name_shown
+from torchlean.backend.display import LINE_LIMIT, cut, name_shown
 from torchlean.backend.errors import UnknownLabelError
 
 __all__ = ["Task", "class_ids", "targets"]
@@ -422,10 +422,12 @@ def class_ids(
         number = _exact(value) if by_value else None
         found = index.get((nfc(value) if by_nfc else value) if number is None else number)
         if found is None:
+            # each name cut (review158 F5) and the list too (review161 F2), at a length that keeps the
+            # lists of ordinary class names whole
+            known = cut(" | ".join(cut(display_name(c)) for c in classes), 5 * LINE_LIMIT)
             raise UnknownLabelError(
                 f"{source}: {place} {_line(first_line, r)}, column {display_name(column)}: "
-                f"unknown class label {_cell_shown(value)} "
-                f"(known: {' | '.join(cut(display_name(c)) for c in classes)})"  # review158 F5: 5 MB names
+                f"unknown class label {_cell_shown(value)} (known: {known})"
             )
         ids[r] = found
     return ids

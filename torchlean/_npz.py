@@ -102,10 +102,11 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         prefix = stream.read(_LENGTH_BYTES[version])
         length = int.from_bytes(prefix, "little")
         if len(prefix) < _LENGTH_BYTES[version] or length > MAX_HEADER_BYTES:
-            declared = f"declares a header of {length} bytes" if len(prefix) == _LENGTH_BYTES[version] else (
-                "ends inside its header's length")
-            raise ValueError(f"entry {name!r}: its .npy {declared} (a plain array's takes under 200; "
-                             f"accepted: at most {MAX_HEADER_BYTES})")
+            if len(prefix) < _LENGTH_BYTES[version]:  # review161 F7: cut short, not too long
+                raise ValueError(f"entry {name!r}: its .npy ends inside its header's length field (the "
+                                 "file is cut short)")
+            raise ValueError(f"entry {name!r}: its .npy declares a header of {length} bytes (a plain array's "
+                             f"takes under 200; accepted: at most {MAX_HEADER_BYTES})")
         text = io.BytesIO(prefix + stream.read(length))
         reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                   else np.lib.format.read_array_header_2_0)

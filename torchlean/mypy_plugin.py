@@ -801,7 +801,7 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
             code=TRAINER,
         )
     info = api.named_type(TRAINER_FULLNAME, []).type
-    args = [_shape_argument(arg, api, ctx.context) for arg in written.args]
+    args = [_shape_argument(arg, api, ctx.context, report=not too_few) for arg in written.args]
     if isinstance(api, TypeAnalyser):
         analyzed = api.analyze_type_with_type_info(info, args, ctx.context, written.empty_tuple_index)
     else:
@@ -811,22 +811,31 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
         written_out = len(proper.args) == len(args)  # else an unpacked tuple spread them
         for position, arg in enumerate(proper.args):
             if _is_no_shape(arg):
-                shown = _written(args[position]) if written_out else str(arg)
+                written_arg = args[position] if written_out else None
+                shown = _written(written_arg) if isinstance(written_arg, UnboundType) else str(arg)
                 api.fail(f'Type argument "{shown}" of Trainer is no shape: {TRAINER_EXPECTED}', ctx.context,
                          code=TRAINER)
     return analyzed
 
 
-def _shape_argument(arg: Type, api: TypeAnalyzerPluginInterface, context: Context) -> Type:
-    """``arg`` of ``Trainer[...]``, or ``Any`` in place of an int written bare (``Trainer[4, 1]``),
-    reported with the spelling to use (mypy's own hint, ``Literal[4]``, would give a type no
-    shape-typed API takes: review157 F3)."""
-    if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, int):
-        api.fail(f'Type argument "{arg.literal_value}" of Trainer is an int, not a shape: write '
-                 f"Shape[{arg.literal_value}] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])", context,
-                 code=TRAINER)
-        return AnyType(TypeOfAny.from_error)
-    return arg
+def _shape_argument(
+    arg: Type, api: TypeAnalyzerPluginInterface, context: Context, *, report: bool
+) -> Type:
+    """``arg`` of ``Trainer[...]``, or ``Any`` in place of a literal written bare (``Trainer[4, 1]``),
+    reported (unless the type is reported already, ``report`` false) with the spelling to use for
+    a dimension ``Shape`` takes (mypy's own hint, ``Literal[4]``, would give a type no shape-typed
+    API takes: review157 F3), else as no shape (``-1``, ``True``: review161 F4)."""
+    if not isinstance(arg, RawExpressionType):
+        return arg
+    value = arg.literal_value
+    if report and type(value) is int and 0 <= value <= _INT64_MAX:
+        api.fail(f'Type argument "{value}" of Trainer is an int, not a shape: write Shape[{value}] '
+                 "(per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])", context, code=TRAINER)
+    elif report:
+        shown = (f'Type argument "{value}"' if value is not None and type(value) is not str else
+                 "A type argument (a float, a complex, bytes, an int beyond 2**63 - 1 or an expression)")
+        api.fail(f"{shown} of Trainer is no shape: {TRAINER_EXPECTED}", context, code=TRAINER)
+    return AnyType(TypeOfAny.from_error)
 
 
 def _is_no_shape(arg: Type) -> bool:
@@ -836,7 +845,9 @@ def _is_no_shape(arg: Type) -> bool:
     proper = get_proper_type(arg)
     if isinstance(proper, Instance):
         return proper.type.fullname not in (SHAPE_FULLNAME, OBJECT)
-    return isinstance(proper, LiteralType | TupleType | NoneType)
+    if isinstance(proper, UnionType):  # Optional[Shape[3]], Literal[1] | Shape[3]: review161 F4
+        return any(map(_is_no_shape, proper.items))
+    return isinstance(proper, LiteralType | TupleType | NoneType | TypeType)
 
 
 class TorchLeanPlugin(Plugin):

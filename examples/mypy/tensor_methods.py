@@ -88,9 +88,9 @@ def may_be_a_tensor(t: T, flag: bool) -> None:
     Tensor, is checked as a Tensor operand is (``Any``: numpy's own result, which the marker test
     does not follow; a user's mypy prints ``ndarray[...]`` there)."""
     a = np.ones(4)
-    u = x if flag else np.ones(4)
+    u = x if flag else [1.0, 2.0, 3.0, 4.0]  # a list beside the Tensor: its type is numpy's in no part
     reveal_type(a + u)  # N: Revealed type is "torchlean.tensor.Tensor | Any"
     reveal_type(a * t)  # N: Revealed type is "torchlean.tensor.Tensor"
-    a @ u  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand] # N: Right operand is of type "Tensor | ndarray[tuple[int], dtype[float64]]"
-    a > u  # E: > of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand] # N: Right operand is of type "Tensor | ndarray[tuple[int], dtype[float64]]"
+    a @ u  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand] # N: Right operand is of type "Tensor | list[float]"
+    a > u  # E: > of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand] # N: Right operand is of type "Tensor | list[float]"
     a @ t  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand]

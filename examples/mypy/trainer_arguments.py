@@ -7,7 +7,7 @@ One argument is reported always; a bare ``Trainer`` where ``disallow_any_generic
 """
 
 import typing
-from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Generic, Literal, Optional, TypeAlias, TypeVar, cast
 from typing import Unpack as Spread
 
 import typing_extensions
@@ -116,3 +116,8 @@ ints: Trainer[4, 1]  # E: Type argument "4" of Trainer is an int, not a shape: w
 literals: Trainer[Literal[4], Shape[1]]  # E: Type argument "Literal[4]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 others: Trainer[tuple[int, int], str]  # E: Type argument "tuple[int, int]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer] # E: Type argument "str" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 either: Trainer[Shape[4] | Shape[5], object]  # a union of shapes, and object: accepted
+# review161 F4: no Shape[-1] advice for what Shape refuses; a class object or a union with no shape in it
+negative: Trainer[Shape[4], -1]  # E: Type argument "-1" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+boolean: Trainer[Shape[4], True]  # E: Type argument "True" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+class_object: Trainer[Shape[4], type[Shape[3]]]  # E: Type argument "type[Shape[3]]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+optional: Trainer[Shape[4], Optional[Shape[3]]]  # E: Type argument "Optional[Shape[3]]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]

@@ -189,6 +189,29 @@ def test_bind_refuses_mismatching_handlers(handler: KernelHandler[str], message:
     assert fragment in str(caught.value)
 
 
+def test_bind_refuses_a_non_handler_without_its_decorator() -> None:
+    """review161 F9: under ``python -O`` (beartype checks nothing) a non-handler raised a raw
+    AttributeError; bind's own check names it, as accept names its arguments."""
+    import subprocess
+    import sys
+
+    from torchlean.backend.binding import bind as checked_bind
+    from torchlean.backend.fields import BackendTypeError
+
+    accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
+    undecorated = checked_bind.__wrapped__  # what python -O runs
+    with pytest.raises(BackendTypeError, match=r"^bind: handler must be a KernelHandler, got 'x' \(str\)$"):
+        undecorated(accepted, "x")
+    script = ("from torchlean.backend import profiles\nfrom torchlean.backend.acceptance import accept\n"
+              "from torchlean.backend.binding import bind\n"
+              "from torchlean.backend.vocabulary import BackendOp\n"
+              "p = profiles.get('checked_cpu')\n"
+              "a = accept(p.plan_ops([BackendOp.RELU]).kernels[0], p.policy)\n"
+              "try:\n    bind(a, 'x')\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    done = subprocess.run([sys.executable, "-O", "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout == "BackendTypeError bind: handler must be a KernelHandler, got 'x' (str)\n"
+
+
 def test_bind_checks_op_before_provider_before_device() -> None:
     accepted = accept(PlannedKernel(B.RELU, REF_RELU), CPU_POLICY)
     everything_wrong = KernelHandler("h", B.ADD, Provider.TORCHLEAN, Device.CUDA, _execute)

@@ -1042,7 +1042,7 @@ def test_dropout_of_integer_data_names_dropout_and_the_dtype() -> None:
     an op the caller did not write; outside training it is the identity, as torch's."""
     ids = tl.tensor(np.array([1, 2, 3]))
     for p in (0.5, 1.0):  # a GuardError, as documented and as every op's dtype refusal (review160 F3)
-        with pytest.raises(GuardError, match=re.escape(
+        with pytest.raises(GuardTypeError, match=re.escape(  # a GuardError and a TypeError
             "dropout: input x has dtype int64; accepted: float32 or float64 (the mask is drawn in x's dtype "
             "and the kept values are scaled by 1 / (1 - p)): give x a float dtype"
         )):

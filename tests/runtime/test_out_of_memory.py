@@ -201,6 +201,7 @@ def test_out_of_memory_with_a_checkpoint_names_it_not_size_options(
     argv = [command, "big model.npz", *(["--dataset", "iris"] if command == "predict" else [])]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        "error: out of memory (Unable to allocate 256. MiB for an array with shape (8192, 8192)) running "
-        "checkpoint big model.npz's model, which needs more memory than this process may use\n"
+        "error: out of memory (Unable to allocate 256. MiB for an array with shape (8192, 8192)) with "
+        "checkpoint big model.npz: its model or the data read with it need more memory than this process may "
+        "use\n"
     )

@@ -196,7 +196,7 @@ def test_table_and_json() -> None:
             prof.table(limit=bad)  # type: ignore[arg-type]
     assert issubclass(profiler.ProfilerValueError, ValueError)
     assert prof.table(limit=np.int64(1)) == prof.table(limit=1)  # numpy integers, as everywhere
-    with pytest.raises(profiler.ProfilerValueError, match=r"^synchronizer needs a KernelCapsule, got int$"):
+    with pytest.raises(profiler.ProfilerTypeError, match=r"^synchronizer needs a KernelCapsule, got int$"):
         profiler.synchronizer(3)  # type: ignore[arg-type]
     record = json.loads(json.dumps([k.to_json() for k in prof.kernels]))
     assert {r["capsule"] for r in record} == {

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from torchlean import checkpoint
+from torchlean import _labels, checkpoint
+from torchlean.backend.errors import UnknownLabelError
 from torchlean.checkpoint import Checkpoint, CheckpointError, TrainingState
 from torchlean.cli import main
 
@@ -288,6 +289,17 @@ def test_a_huge_class_name_is_cut_in_an_unknown_label_error(good, tmp_path, caps
                         "without reading the labels (no accuracy)\n") and len(err) < 1000
 
 
+def test_a_long_list_of_class_names_is_cut_in_an_unknown_label_error():
+    # review161 F2: 20000 names of 396 characters, each under the cut, made an 8 MB line
+    classes = tuple(f"{i:06d}" + "c" * 390 for i in range(20_000))
+    with pytest.raises(UnknownLabelError) as caught:
+        _labels.class_ids("data.csv", "target", ["setosa"], classes, first_line=2)
+    message = str(caught.value)
+    start = "data.csv: line 2, column target: unknown class label 'setosa' (known: "
+    assert message.startswith(f"{start}{classes[0]} | ")
+    assert message.endswith(f"... ({len(' | '.join(classes))} characters))") and len(message) < 2500
+
+
 def test_a_negative_second_moment_is_refused_at_load(good, tmp_path, capsys):
     # review158 F6: it loaded, and --resume trained into NaN with advice to lower --lr
     arrays = _arrays(good)
@@ -318,7 +330,12 @@ def test_inspect_lists_the_arrays_that_are_not_finite(good, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert (f"not_finite: weights/0.bias (2 of {bias.size} values), optimizer/second.1 (1 of {second.size} "
             "values): the run diverged, or the file was edited; predict gives no prediction where they "
-            "reach") in lines
+            "reach and --resume trains on from them") in lines
+    # the optimizer state alone: predict does not read it (review161 F3)
+    only = _saved(tmp_path / "opt.npz", {**arrays, "optimizer/second.1": second})
+    assert main(["inspect", str(only)]) == 0
+    assert (f"not_finite: optimizer/second.1 (1 of {second.size} values): the run diverged, or the file was "
+            "edited; --resume trains on from them") in capsys.readouterr().out.splitlines()
     assert json.loads(record.read_text())["not_finite"] == [
         {"array": "weights/0.bias", "count": 2, "size": bias.size},
         {"array": "optimizer/second.1", "count": 1, "size": second.size},
@@ -368,6 +385,17 @@ def test_class_names_beyond_the_basic_plane_still_load(good, tmp_path):
     meta["classes"][1] = "vers\U0001F600 \u00e9"  # an emoji (a surrogate pair in JSON's escapes) and é
     path = _saved(tmp_path / "astral.npz", {**_arrays(good), "metadata": np.array(json.dumps(meta))})
     assert checkpoint.load(path).classes[1] == "vers\U0001F600 \u00e9"
+
+
+def test_a_header_cut_inside_its_length_field_is_named_as_cut_short(good, tmp_path):
+    # review161 F7: its message ended with the bound on a header's length, which did not apply
+    path = _rewrite(good, tmp_path / "cut.npz", replace={"metadata.npy": b"\x93NUMPY\x01\x00\x05"})
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(caught.value) == (
+        f"{path}: cannot read the .npz archive (entry 'metadata': its .npy ends inside its header's length "
+        "field (the file is cut short))"
+    )
 
 
 def test_a_compressed_checkpoint_of_the_right_shapes_still_loads(good, tmp_path):

@@ -783,3 +783,18 @@ def test_the_plugin_refuses_mypy_1_naming_the_version_it_needs(version: str, ref
         )
     else:
         assert done.stdout == "loaded\n"
+
+
+def test_a_dimension_beyond_int64_is_refused_where_mypy_keeps_the_int() -> None:
+    """review157 F4, review161 F8: mypy 2.0 keeps ``2**63`` as an int literal (2.4, which the tests
+    pin, reads it as having no value), so the marker test cannot see the fix: call the helpers."""
+    from mypy.types import RawExpressionType
+
+    from torchlean import mypy_plugin
+
+    failed: list[str] = []
+    for value in (2**63, 2**64 + 5):
+        kept = RawExpressionType(value, "builtins.int")
+        assert mypy_plugin._raw_dimension(kept, None, failed.append, None) is None  # type: ignore[arg-type]
+    held = "(not an int literal mypy holds: a float, a complex, an int beyond 2**63 - 1 or an expression)"
+    assert failed == [held, held]  # (a dimension mypy holds becomes a Literal: the marker test's Shape[4])

@@ -40,12 +40,17 @@ from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device
 
 __all__ = [
-    "KernelProfile", "KernelTime", "ProfilerError", "ProfilerValueError", "active", "profile", "synchronizer"
+    "KernelProfile", "KernelTime", "ProfilerError", "ProfilerTypeError", "ProfilerValueError", "active",
+    "profile", "synchronizer",
 ]
 
 
 class ProfilerError(TorchLeanError, RuntimeError):
     """A profile used out of order: entered twice, or read while it is still open."""
+
+
+class ProfilerTypeError(TorchLeanError, TypeError):
+    """An argument of the wrong type (``synchronizer(3)``: review161 F9)."""
 
 
 class ProfilerValueError(TorchLeanError, ValueError):
@@ -240,10 +245,10 @@ def synchronizer(capsule: KernelCapsule) -> Callable[[], None] | None:
     ``None`` (the host emulation of the test suite runs ``cuda`` capsules on the CPU).
 
     Raises:
-        ProfilerValueError: ``capsule`` is not a :class:`KernelCapsule` (review160 F8).
+        ProfilerTypeError: ``capsule`` is not a :class:`KernelCapsule` (review160 F8).
     """
     if not isinstance(capsule, KernelCapsule):
-        raise ProfilerValueError(f"synchronizer needs a KernelCapsule, got {type(capsule).__name__}")
+        raise ProfilerTypeError(f"synchronizer needs a KernelCapsule, got {type(capsule).__name__}")
     if capsule.device is not Device.CUDA:
         return None
     import torch  # a cuda capsule ran: torch is loaded

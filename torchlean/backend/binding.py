@@ -169,10 +169,14 @@ def bind(accepted: AcceptedKernel, handler: KernelHandler[R]) -> ExecutableKerne
             or ``handler `h` targets `cuda`, but capsule `reference.relu` targets `cpu` ``.
         beartype.roar.BeartypeCallHintParamViolation: an argument that is not an
             :class:`AcceptedKernel` or not a :class:`KernelHandler` (its ``@beartype``; neither a
-            ``TypeError`` nor a torchlean error; nothing is checked so under ``python -O``, where
-            ``require_minted`` then refuses a non-kernel as unminted: review160 F6).
+            ``TypeError`` nor a torchlean error: review160 F6). Under ``python -O``, where the
+            decorator checks nothing, a non-kernel is an ``UnmintedError`` and a non-handler a
+            ``BackendTypeError``, as :func:`~torchlean.backend.acceptance.accept` refuses its
+            arguments (review161 F9).
     """
     require_minted(accepted, "bind")
+    if not isinstance(handler, KernelHandler):
+        raise BackendTypeError(f"bind: handler must be a KernelHandler, got {describe(handler)}")
     message = _binding_error(accepted.capsule, handler)
     if message is not None:
         raise BindingError(message)

@@ -399,8 +399,8 @@ def _run(argv: Sequence[str] | None) -> int:
         named = f" ({', '.join(sizes)})" if sizes else ""
         checkpoint = getattr(args, "checkpoint", None)  # predict, inspect: no size of theirs to lower
         from torchlean.cli._output import shown_path
-        advice = (f" running checkpoint {shown_path(checkpoint)}'s model, which needs more memory than this "
-                  "process may use" if checkpoint is not None and not sizes  # review158 F10
+        advice = (f" with checkpoint {shown_path(checkpoint)}: its model or the data read with it need more "
+                  "memory than this process may use" if checkpoint is not None and not sizes  # review158 F10
                   else f"; try smaller sizes{named}")
         print(f"error: out of memory ({text}){advice}", file=sys.stderr)
         return 2

@@ -465,8 +465,11 @@ def _not_finite_line(arrays: list[dict[str, Any]]) -> str:
         return "not_finite: none (every weight and optimizer value is finite)"
     named = ", ".join(f"{_text(a['array'])} ({a['count']} of {a['size']} values)" for a in arrays[:3])
     more = f" and {len(arrays) - 3} more arrays" if len(arrays) > 3 else ""
-    return (f"not_finite: {named}{more}: the run diverged, or the file was edited; predict gives no "
-            "prediction where they reach")
+    weights = any(str(a["array"]).startswith("weights/") for a in arrays)
+    others = any(not str(a["array"]).startswith("weights/") for a in arrays)
+    effects = ["predict gives no prediction where they reach"] if weights else []  # review161 F3
+    effects += ["--resume trains on from them"] if others or weights else []
+    return f"not_finite: {named}{more}: the run diverged, or the file was edited; {' and '.join(effects)}"
 
 
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
@@ -490,7 +493,11 @@ def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:
     if not provenance.runs_torch_on_cpu(profiles.get(saved.profile)):  # --resume keeps the profile
         # review159 F5: no count applies, as the capability line says it (not "unknown"; a count a
         # process that had imported torch for other work recorded is no count of this run's kernels)
-        lines.append(f"torch_threads: none (profile {_text(saved.profile)} runs no torch kernels on the CPU)")
+        held = threads if len(segments) < 2 else counts  # review161 F6: what the JSON holds
+        recorded = ("" if all(n is None for n in segments)
+                    else f"; the record holds {held}, which no kernel used")
+        lines.append(f"torch_threads: none (profile {_text(saved.profile)} runs no torch kernels on the CPU"
+                     f"{recorded})")
     else:
         lines.append(f"torch_threads: {unrecorded if threads is None else threads}{mixed}")
     training = record["training"]

@@ -10,7 +10,7 @@ import numpy as np
 from torchlean._checks import is_int
 from torchlean.autograd import storage
 from torchlean.autograd.session import current_session, run_op
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._arithmetic import mul, scale
 from torchlean.functional._operands import _require_tensor
@@ -138,7 +138,8 @@ def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | N
             that is not a bool; a ``seed`` that is not an integer or None (checked in eval too; a
             bool there, as torch's 4th argument ``inplace``, gets a message saying so).
         GuardError: a seed outside ``[0, 2**64 - 1]`` (checked in eval too); in training with
-            ``0 < p``, an x whose dtype is not float32/float64.
+            ``0 < p``, an x whose dtype is not float32/float64 (a ``GuardTypeError``, also a
+            ``TypeError``).
     """
     x = _require_tensor("dropout", "x", x)
     if seed is not None and not is_int(seed):
@@ -160,8 +161,9 @@ def dropout(x: Tensor, p: RealLike, training: BoolLike = True, seed: IntLike | N
     if not _flag("dropout: training", training) or prob == 0.0:
         return x
     if x.dtype not in (np.float32, np.float64):  # review109 F5: "bernoulli_mask: dtype dtype('int64')"
-        # a GuardError, as every op's dtype refusal and as documented (review160 F3)
-        raise GuardError(
+        # a GuardError, as every op's dtype refusal and as documented (review160 F3); a TypeError too,
+        # as the TensorTypeError it was (review161 F9)
+        raise GuardTypeError(
             f"dropout: input x has dtype {x.dtype}; accepted: float32 or float64 (the mask is drawn in x's "
             "dtype and the kept values are scaled by 1 / (1 - p)): give x a float dtype"
         )
