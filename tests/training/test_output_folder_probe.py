@@ -132,3 +132,42 @@ def test_the_check_leaves_no_file_behind(tmp_path: Path) -> None:
     check_writable(tmp_path / "sub" / "new.npz", "--save", regular=True)
     assert [path.name for path in tmp_path.iterdir()] == ["x.json"]
     assert existing.read_text() == "old\n"
+
+
+def test_the_probe_never_deletes_a_file_another_run_saved_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review163 F2: the probe of a missing output checked that it did not exist, then created it
+    and deleted it; a checkpoint another run renamed into place between the two was deleted. Here
+    the other run's file appears at the first look at the target after its folder is made."""
+    target = tmp_path / "m.npz"
+    armed = False
+    real_mkdir, real_exists, real_open = Path.mkdir, Path.exists, os.open
+
+    def saved_by_another_run() -> None:
+        nonlocal armed
+        if armed:
+            armed = False
+            target.write_bytes(b"the other run's checkpoint")
+
+    def mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
+        nonlocal armed
+        real_mkdir(self, *args, **kwargs)
+        armed = self == tmp_path
+
+    def exists(self: Path, *args: Any, **kwargs: Any) -> bool:
+        seen = real_exists(self, *args, **kwargs)
+        if self == target and armed:
+            saved_by_another_run()  # just after the look: the race window
+        return seen
+
+    def open_(path: Any, flags: int, *args: Any) -> int:
+        if Path(path) == target:
+            saved_by_another_run()  # just before the probe creates it
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    monkeypatch.setattr(Path, "exists", exists)
+    monkeypatch.setattr(os, "open", open_)
+    check_writable(target, "--save")
+    assert target.read_bytes() == b"the other run's checkpoint"

@@ -197,10 +197,13 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
         missing.append(parent)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        existed = target.exists()
-        with target.open("a"):
-            pass
-        if not existed:
+        try:  # created here, exclusively, so the unlink below removes only the probe's own file: a
+            # file another run renamed into place meanwhile is not deleted (review163 F2)
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            with target.open("a"):  # an existing file: writable?
+                pass
+        else:
             target.unlink()
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
