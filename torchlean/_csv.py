@@ -64,6 +64,7 @@ import json
 import os
 import re
 import shlex
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -585,6 +586,14 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
         give = f": {escaped(str(file))} is the file, give that" if exists else ""
         raise DataError(f"dataset path {named} takes a file for a folder (a / after a file's name){give}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
+        try:  # Path.exists() is False for a name the file-system encoding cannot write (review163 F1)
+            os.fsencode(str(file))
+        except UnicodeEncodeError:
+            raise DataError(
+                f"{named}: its name cannot be written in this locale's file-system encoding "
+                f"({sys.getfilesystemencoding()}), so no such file can be opened here; run in a UTF-8 "
+                "locale (PYTHONUTF8=1)"
+            ) from None
         if str(file) == STDIN and _stdin_closed():  # started with ``<&-``: /dev/stdin names nothing
             raise DataError("standard input is closed (the dataset - reads the CSV from it)")
         failure = lookup_failure(file)  # a loop of symbolic links is there, but reads as absent

@@ -142,3 +142,31 @@ def test_a_path_with_blanks_is_quoted_in_the_key_value_header_lines(
     # a path without blanks or quotes stays as typed, unquoted
     out, _ = _ok(capsys, "predict", "./m s.npz", "--dataset", "reg.csv", "--output", "p.csv")
     assert out.splitlines()[1].startswith("dataset=reg.csv rows=40 ")
+
+
+def test_a_recorded_path_an_ascii_locale_cannot_encode(tmp_path: Path) -> None:
+    """review163 F1: under an ASCII file-system encoding, predict of a checkpoint whose data path
+    was non-ASCII failed as "cannot write the output" (os.path.samefile's UnicodeEncodeError), and
+    --resume said the data file was not found."""
+    import subprocess
+    import sys
+
+    rows = "".join(f"{i % 5},{(i * 3) % 7},{'xy'[i % 2]}\n" for i in range(40))
+    (tmp_path / "d_\u00e9.csv").write_text("a,b,y\n" + rows, encoding="utf-8")
+    (tmp_path / "plain.csv").write_text("a,b,y\n" + rows, encoding="utf-8")
+    run = lambda *argv, **env: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "torchlean", *argv], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, **env}, check=False,
+    )
+    trained = run("train", "--dataset", "d_\u00e9.csv", "--epochs", "1", "--save", "u.npz")
+    assert trained.returncode == 0, trained.stderr
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8"}
+    predicted = run("predict", "u.npz", "--dataset", "plain.csv", "--output", "p.csv", **ascii_locale)
+    assert predicted.returncode == 0, predicted.stderr
+    assert (tmp_path / "p.csv").read_text().count("\n") == 41
+    resumed = run("train", "--resume", "u.npz", "--epochs", "2", **ascii_locale)
+    assert resumed.returncode == 2
+    assert resumed.stderr.splitlines()[-1] == (
+        "error: d_\u00e9.csv: its name cannot be written in this locale's file-system encoding (ascii), so "
+        "no such file can be opened here; run in a UTF-8 locale (PYTHONUTF8=1)"
+    )

@@ -829,7 +829,9 @@ def _same_data(source: str, trained_on: str) -> bool:
     """Whether ``source`` (a shipped dataset name or a CSV path) is the data ``trained_on`` names."""
     if source == trained_on:
         return True
-    with contextlib.suppress(OSError):
+    # a recorded path this locale cannot encode (an ASCII locale, a non-ASCII name) names no file
+    # here: not the same data (review163 F1: the UnicodeEncodeError read as an output failure)
+    with contextlib.suppress(OSError, UnicodeEncodeError):
         return os.path.samefile(source, trained_on)
     return False
 
