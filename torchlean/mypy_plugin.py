@@ -812,7 +812,9 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
         for position, arg in enumerate(proper.args):
             if _is_no_shape(arg):
                 written_arg = args[position] if written_out else None
-                shown = _written(written_arg) if isinstance(written_arg, UnboundType) else str(arg)
+                shown = (_written(written_arg) if isinstance(written_arg, UnboundType)
+                         else " | ".join(map(_written, written_arg.items))  # Shape[4] | None: review162 F4
+                         if isinstance(written_arg, UnionType) else str(arg))
                 api.fail(f'Type argument "{shown}" of Trainer is no shape: {TRAINER_EXPECTED}', ctx.context,
                          code=TRAINER)
     return analyzed
@@ -825,16 +827,16 @@ def _shape_argument(
     reported (unless the type is reported already, ``report`` false) with the spelling to use for
     a dimension ``Shape`` takes (mypy's own hint, ``Literal[4]``, would give a type no shape-typed
     API takes: review157 F3), else as no shape (``-1``, ``True``: review161 F4)."""
-    if not isinstance(arg, RawExpressionType):
+    # an int or a bool only: what mypy cannot read (a float, an expression, a quoted type that does
+    # not parse) stays mypy's own valid-type error, as before (review162 F3)
+    if not (isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, int)):
         return arg
     value = arg.literal_value
     if report and type(value) is int and 0 <= value <= _INT64_MAX:
         api.fail(f'Type argument "{value}" of Trainer is an int, not a shape: write Shape[{value}] '
                  "(per-sample shapes, e.g. Trainer[Shape[4], Shape[3]])", context, code=TRAINER)
     elif report:
-        shown = (f'Type argument "{value}"' if value is not None and type(value) is not str else
-                 "A type argument (a float, a complex, bytes, an int beyond 2**63 - 1 or an expression)")
-        api.fail(f"{shown} of Trainer is no shape: {TRAINER_EXPECTED}", context, code=TRAINER)
+        api.fail(f'Type argument "{value}" of Trainer is no shape: {TRAINER_EXPECTED}', context, code=TRAINER)
     return AnyType(TypeOfAny.from_error)
 
 

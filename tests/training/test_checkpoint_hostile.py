@@ -345,10 +345,10 @@ def test_inspect_lists_the_arrays_that_are_not_finite(good, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("edit", "counts", "expected"),
     [
-        ("batch_size", "took 4 steps", "1 epochs of 120 training rows in batches of 16 take 8 (8 an epoch)"),
+        ("batch_size", "took 4 steps", "1 epoch of 120 training rows in batches of 16 take 8 (8 an epoch)"),
         ("epochs_done", "took 4 steps", "2 epochs of 120 training rows in batches of 32 take 8 (4 an epoch)"),
         ("param_steps", "counts [4, 4, 1, 4, 4, 4] steps per parameter",
-         "1 epochs of 120 training rows in batches of 32 take 4 (4 an epoch, per parameter "
+         "1 epoch of 120 training rows in batches of 32 take 4 (4 an epoch, per parameter "
          "[4, 4, 4, 4, 4, 4])"),
     ],
 )

@@ -1221,7 +1221,8 @@ def check_steps(resumed: Resumed | None, trainer: Trainer[Any, Any], rows: int, 
     ``batch_size`` (the checkpoint's) are ``epochs_done * ceil(rows / batch_size)`` steps, each
     parameter's the same, a frozen one's 0. A run saves at an epoch's end, so they agree unless
     the checkpoint was edited (its batch size, epochs done or step counts: review158 F7), and the
-    resumed run would then be neither the saved run nor any uninterrupted one.
+    resumed run would then be neither the saved run nor any uninterrupted one. A batch size edited
+    to one with the same steps an epoch (30 for 32 on 120 rows) is not seen (review162 F1).
 
     Raises:
         TorchLeanError: naming the counts and what they should be.
@@ -1236,9 +1237,11 @@ def check_steps(resumed: Resumed | None, trainer: Trainer[Any, Any], rows: int, 
         return
     counts = (f"took {optimizer.steps} steps" if optimizer.steps != expected
               else f"counts {optimizer.param_steps} steps per parameter")
+    done = resumed.training.epochs_done
     raise TorchLeanError(
-        f"checkpoint {shown_path(resumed.path)}: its optimizer {counts}, but {resumed.training.epochs_done} "
-        f"epochs of {rows} training rows in batches of {batch_size} take {expected} ({per_epoch} an epoch"
+        f"checkpoint {shown_path(resumed.path)}: its optimizer {counts}, but {done} "
+        f"epoch{'' if done == 1 else 's'} of {rows} training rows in batches of {batch_size} take {expected} "
+        f"({per_epoch} an epoch"
         f"{', per parameter ' + str(wanted) if optimizer.steps == expected else ''}): its epochs done, "
         "batch size or optimizer state was edited, so the resumed run would be neither the saved run nor "
         "an uninterrupted one; train a new run"
