@@ -611,6 +611,11 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
     status = main(["capsules"])
     assert status == 2
     assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
+    # review163 F7: argparse swallowed the failed write of --help and --version, exit 0
+    for argv in (["--help"], ["train", "--help"], ["--version"]):
+        monkeypatch.setattr(sys, "stdout", FullDevice())
+        assert main(argv) == 2
+        assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
 
 @pytest.mark.parametrize(

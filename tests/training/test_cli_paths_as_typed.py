@@ -170,3 +170,25 @@ def test_a_recorded_path_an_ascii_locale_cannot_encode(tmp_path: Path) -> None:
         "error: d_\u00e9.csv: its name cannot be written in this locale's file-system encoding (ascii), so "
         "no such file can be opened here; run in a UTF-8 locale (PYTHONUTF8=1)"
     )
+
+
+def test_predictions_a_strict_stdout_encoding_cannot_write_name_the_way_out(tmp_path: Path) -> None:
+    """review163 F8: the codec's message alone, without saying how to get the predictions."""
+    import subprocess
+    import sys
+
+    labels = ("s\u00e9", "x")
+    rows = "".join(f"{i % 5},{(i * 3) % 7},{labels[i % 2]}\n" for i in range(40))
+    (tmp_path / "d.csv").write_text("a,b,y\n" + rows, encoding="utf-8")
+    argv = [sys.executable, "-m", "torchlean", "train", "--dataset", "d.csv", "--epochs", "1", "--save",
+            "m.npz"]
+    trained = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert trained.returncode == 0, trained.stderr
+    done = subprocess.run([sys.executable, "-m", "torchlean", "predict", "m.npz", "--dataset", "d.csv"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 2
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("error: cannot write the output: 'ascii' codec can't encode character '\\xe9'")
+    assert last.endswith("(standard output's encoding is ascii; an output file is written as UTF-8 "
+                         "(--output, --report-json), or set PYTHONIOENCODING=utf-8)")

@@ -19,8 +19,8 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
+from typing import IO, Any, NoReturn
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any, NoReturn
 
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
@@ -109,6 +109,12 @@ class _Parser(argparse.ArgumentParser):
         self.given: dict[str, tuple[object, str]] = {}
         self.repeated: list[str] = []
         self.value_words: list[str] = []
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse's, without swallowing a failed write: ``--help > /dev/full`` printed nothing
+        and exited 0 (review163 F7); :func:`main` reports it as any output it cannot write."""
+        if message:
+            (file or sys.stderr).write(message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         """argparse's conversion of an argument's words, which are kept as written (for
@@ -361,7 +367,15 @@ def _run(argv: Sequence[str] | None) -> int:
 
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
-    args, extras = parser.parse_known_args(words)
+    try:
+        args, extras = parser.parse_known_args(words)
+    except BrokenPipeError:  # --help | head -1: as the commands' output (review163 F7)
+        silence_stdout()
+        return 141
+    except OSError as error:  # --help or --version into a full device
+        print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        silence_stdout()
+        return 2
     if extras:  # one before the command's name: parser.error refuses that option (review131 F3)
         command = getattr(args, "command", None)
         where = "torchlean --help"
@@ -424,7 +438,10 @@ def _run(argv: Sequence[str] | None) -> int:
         silence_stdout()
         return 2
     except UnicodeEncodeError as error:  # a character stdout's strict encoding lacks (PYTHONIOENCODING=ascii)
-        print(f"error: cannot write the output: {error}", file=sys.stderr)
+        encoding = getattr(sys.stdout, "encoding", None) or error.encoding
+        print(f"error: cannot write the output: {error} (standard output's encoding is {encoding}; an output "
+              "file is written as UTF-8 (--output, --report-json), or set PYTHONIOENCODING=utf-8)",
+              file=sys.stderr)  # review163 F8: name the way out
         return 2
 
 
