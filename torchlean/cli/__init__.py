@@ -19,8 +19,11 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import IO, Any, NoReturn
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any, NoReturn
+
+if _TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 COMMAND_MODULES: tuple[str, ...] = (
     "backend_commands",
@@ -110,7 +113,7 @@ class _Parser(argparse.ArgumentParser):
         self.repeated: list[str] = []
         self.value_words: list[str] = []
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         """argparse's, without swallowing a failed write: ``--help > /dev/full`` printed nothing
         and exited 0 (review163 F7); :func:`main` reports it as any output it cannot write."""
         if message:
