@@ -192,3 +192,29 @@ def test_predictions_a_strict_stdout_encoding_cannot_write_name_the_way_out(tmp_
     assert last.startswith("error: cannot write the output: 'ascii' codec can't encode character '\\xe9'")
     assert last.endswith("(standard output's encoding is ascii; an output file is written as UTF-8 "
                          "(--output, --report-json), or set PYTHONIOENCODING=utf-8)")
+
+
+def test_a_tilde_the_shell_left_unexpanded_is_refused_unless_such_a_folder_is_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """review163 F5: --save=~/m.npz (no expansion after =) made a folder named ~ in the cwd."""
+    from torchlean.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, option, path in (
+        (["train", "--dataset", "iris", "--epochs", "1", "--save=~/m.npz"], "--save", "~/m.npz"),
+        (["train", "--dataset=~/iris.csv"], "--dataset", "~/iris.csv"),
+        (["predict", "m.npz", "--dataset", "iris", "--output=~/p.csv"], "--output", "~/p.csv"),
+    ):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"error: argument {option}: expected a file path, got {path!r}: the shell did not expand ~ (it "
+            "does not after = or in quotes), and no folder named ~ is here; write the option and the path "
+            f"as two words ({path} after a space) or $HOME{path[1:]}"
+        )
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "~").mkdir()  # a folder of that name, given on purpose: used
+    assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save=~/m.npz"]) == 0
+    assert (tmp_path / "~" / "m.npz").is_file()

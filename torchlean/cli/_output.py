@@ -108,6 +108,20 @@ def _refuse_non_file(text: str) -> None:
         raise argparse.ArgumentTypeError("expected a file path, got ''")
     if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
         raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
+    _refuse_unexpanded_home(text)
+
+
+def _refuse_unexpanded_home(text: str) -> None:
+    """Refuse a path starting with a ``~`` the shell left unexpanded (``--save=~/m.npz``: bash
+    expands ``~`` only at the start of a word), unless a folder named ``~`` is here: an output's
+    missing parents are created, so it made a folder named ``~`` (review163 F5), which a later
+    ``rm -rf ~`` meant to remove would not be."""
+    if (text == "~" or text.startswith("~/")) and not os.path.isdir("~"):
+        raise argparse.ArgumentTypeError(
+            f"expected a file path, got {text!r}: the shell did not expand ~ (it does not after = or in "
+            f"quotes), and no folder named ~ is here; write the option and the path as two words "
+            f"({text} after a space) or $HOME{text[1:]}"
+        )
 
 
 def file_path(text: str) -> Path:
@@ -132,7 +146,9 @@ def file_path(text: str) -> Path:
 
 def input_dataset(text: str) -> str:
     """argparse ``type`` of ``--dataset``: ``-`` stands for standard input (``/dev/stdin``, read
-    as a CSV file); anything else is kept as given."""
+    as a CSV file); anything else is kept as given, but a ``~`` the shell left unexpanded
+    (:func:`_refuse_unexpanded_home`)."""
+    _refuse_unexpanded_home(text)
     return STDIN if text == "-" else text
 
 
