@@ -55,12 +55,24 @@ def _target(path: Path) -> Path | None:
     return real
 
 
+_NAME_BYTES = 255
+"""The longest file name (in bytes) the usual file systems take (ext4, XFS, btrfs, tmpfs)."""
+_KEPT_BYTES = _NAME_BYTES - 16
+"""How much of a target's name the temporary file's name keeps: ``.`` + name + ``.`` + 8 random
+characters + ``.tmp`` add 14 bytes, so a name this long or shorter always fits."""
+
+
 def _temporary(target: Path) -> IO[bytes]:
     """A new, empty temporary file beside ``target``, ``.<name>.<random>.tmp``, open for writing:
     what :func:`replace_file` writes and renames over ``target`` (and :func:`check_replaceable`
-    creates and removes), left in place when closed."""
+    creates and removes), left in place when closed. A name too long for that (242 bytes or more)
+    is cut to its first :data:`_KEPT_BYTES` bytes there, so that every name the file system takes
+    can be written (review163 F6)."""
+    name = target.name
+    if len(os.fsencode(name)) > _KEPT_BYTES:  # cut as bytes; a character cut in two stays those bytes
+        name = os.fsdecode(os.fsencode(name)[:_KEPT_BYTES])
     return tempfile.NamedTemporaryFile(
-        "wb", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+        "wb", dir=target.parent, prefix=f".{name}.", suffix=".tmp", delete=False
     )
 
 

@@ -154,3 +154,17 @@ def test_the_bytes_are_on_disk_before_the_rename(tmp_path: Path, monkeypatch: py
     target = tmp_path / "out.bin"
     _atomic.replace_file(target, lambda handle: handle.write(b"abc"))
     assert events == ["fsync", "replace"] and target.read_bytes() == b"abc"
+
+
+@pytest.mark.parametrize("name", ["n" * 251 + ".npz", "\u00e9" * 125 + ".npz"])
+def test_a_name_the_file_system_takes_is_written_however_long(tmp_path: Path, name: str) -> None:
+    """review163 F6: the temporary file's name (the target's, 14 bytes longer) went past 255 bytes
+    for names of 242 to 255 bytes, which were refused; its copy of the name is cut now (the second
+    name is cut inside a two-byte character)."""
+    from torchlean._atomic import check_replaceable, replace_file
+
+    target = tmp_path / name
+    assert len(os.fsencode(name)) in (255, 254)
+    check_replaceable(target)
+    replace_file(target, lambda handle: handle.write(b"saved"))
+    assert target.read_bytes() == b"saved" and sorted(p.name for p in tmp_path.iterdir()) == [name]
