@@ -56,21 +56,31 @@ def _target(path: Path) -> Path | None:
 
 
 _NAME_BYTES = 255
-"""The longest file name (in bytes) the usual file systems take (ext4, XFS, btrfs, tmpfs)."""
-_KEPT_BYTES = _NAME_BYTES - 16
-"""How much of a target's name the temporary file's name keeps: ``.`` + name + ``.`` + 8 random
-characters + ``.tmp`` add 14 bytes, so a name this long or shorter always fits."""
+"""The longest file name (in bytes) of the usual file systems (ext4, XFS, btrfs, tmpfs), taken
+where the folder's own limit (``PC_NAME_MAX``) cannot be read."""
+_ADDED_BYTES = 16
+"""What the temporary file's name adds to the part of the target's it keeps, rounded up: ``.`` +
+``.`` + 8 random characters + ``.tmp`` (14 bytes)."""
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name (bytes) ``folder``'s file system takes."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return _NAME_BYTES
 
 
 def _temporary(target: Path) -> IO[bytes]:
     """A new, empty temporary file beside ``target``, ``.<name>.<random>.tmp``, open for writing:
     what :func:`replace_file` writes and renames over ``target`` (and :func:`check_replaceable`
-    creates and removes), left in place when closed. A name too long for that (242 bytes or more)
-    is cut to its first :data:`_KEPT_BYTES` bytes there, so that every name the file system takes
-    can be written (review163 F6)."""
+    creates and removes), left in place when closed. A name too long for that (on ext4, 242 bytes
+    or more) is cut there to what fits, so that every name the file system takes can be written
+    (review163 F6)."""
     name = target.name
-    if len(os.fsencode(name)) > _KEPT_BYTES:  # cut as bytes; a character cut in two stays those bytes
-        name = os.fsdecode(os.fsencode(name)[:_KEPT_BYTES])
+    kept = _name_max(target.parent) - _ADDED_BYTES
+    if len(os.fsencode(name)) > kept:  # cut as bytes; a character cut in two stays those bytes
+        name = os.fsdecode(os.fsencode(name)[:kept])
     return tempfile.NamedTemporaryFile(
         "wb", dir=target.parent, prefix=f".{name}.", suffix=".tmp", delete=False
     )
