@@ -9,6 +9,7 @@ F4).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["check_replaceable", "replace_file", "umask"]
+__all__ = ["check_name_fits", "check_replaceable", "replace_file", "umask"]
 
 _STREAMS = ("dev", "proc")
 """Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
@@ -71,6 +72,16 @@ def _name_max(folder: Path) -> int:
         return _NAME_BYTES
 
 
+def check_name_fits(path: Path) -> None:
+    """Refuse a file name longer than its folder's file system takes (the folder must exist).
+
+    Raises:
+        OSError: ``ENAMETOOLONG`` (``File name too long``), as creating it would.
+    """
+    if len(os.fsencode(path.name)) > _name_max(path.parent):
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(path))
+
+
 def _temporary(target: Path) -> IO[bytes]:
     """A new, empty temporary file beside ``target``, ``.<name>.<random>.tmp``, open for writing:
     what :func:`replace_file` writes and renames over ``target`` (and :func:`check_replaceable`
@@ -78,7 +89,7 @@ def _temporary(target: Path) -> IO[bytes]:
     or more) is cut there to what fits, so that every name the file system takes can be written
     (review163 F6)."""
     name = target.name
-    kept = _name_max(target.parent) - _ADDED_BYTES
+    kept = max(_name_max(target.parent) - _ADDED_BYTES, 0)  # a limit under 16 bytes: none of it
     if len(os.fsencode(name)) > kept:  # cut as bytes; a character cut in two stays those bytes
         name = os.fsdecode(os.fsencode(name)[:kept])
     return tempfile.NamedTemporaryFile(

@@ -617,6 +617,21 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(
         assert main(argv) == 2
         assert capsys.readouterr().err == "error: cannot write the output: No space left on device\n"
 
+    class GoneReader(io.StringIO):  # what a closed pipe gives print()
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    silenced: list[bool] = []
+    monkeypatch.setattr("torchlean.cli._stdout.silence_stdout", lambda: silenced.append(True))
+    for argv in (["--help"], ["--version"]):  # as the commands' output into a closed pipe (review164 F11)
+        monkeypatch.setattr(sys, "stdout", GoneReader())
+        assert main(argv) == 141
+    assert capsys.readouterr().err == "" and silenced == [True, True]
+    for argv in (["--help"], ["--version"]):  # stdout closed (>&-): as the commands (review164 F10)
+        monkeypatch.setattr(sys, "stdout", None)
+        assert main(argv) == 2
+        assert capsys.readouterr().err == "error: cannot write the output: standard output is closed\n"
+
 
 @pytest.mark.parametrize(
     "argv",

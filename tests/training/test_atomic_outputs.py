@@ -168,3 +168,19 @@ def test_a_name_the_file_system_takes_is_written_however_long(tmp_path: Path, na
     check_replaceable(target)
     replace_file(target, lambda handle: handle.write(b"saved"))
     assert target.read_bytes() == b"saved" and sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_the_temporary_name_fits_the_folders_own_name_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review164 F6: the cut follows the folder's PC_NAME_MAX (a file system with a smaller limit),
+    and a limit under 16 bytes keeps none of the name."""
+    from torchlean import _atomic
+
+    for limit in (100, 14):
+        monkeypatch.setattr(_atomic, "_name_max", lambda folder, limit=limit: limit)
+        handle = _atomic._temporary(tmp_path / ("n" * 200 + ".npz"))
+        handle.close()
+        name = Path(handle.name).name
+        os.unlink(handle.name)
+        assert len(os.fsencode(name)) <= limit and name.startswith("." + "n" * max(limit - 16, 0) + ".")

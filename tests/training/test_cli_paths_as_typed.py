@@ -190,8 +190,8 @@ def test_predictions_a_strict_stdout_encoding_cannot_write_name_the_way_out(tmp_
     assert done.returncode == 2
     last = done.stderr.splitlines()[-1]
     assert last.startswith("error: cannot write the output: 'ascii' codec can't encode character '\\xe9'")
-    assert last.endswith("(standard output's encoding is ascii; an output file is written as UTF-8 "
-                         "(--output, --report-json), or set PYTHONIOENCODING=utf-8)")
+    assert last.endswith("(standard output's encoding is ascii; a file is written as UTF-8: predict --output "
+                         "FILE, or set PYTHONIOENCODING=utf-8)")
 
 
 def test_a_tilde_the_shell_left_unexpanded_is_refused_unless_such_a_folder_is_here(
@@ -211,9 +211,16 @@ def test_a_tilde_the_shell_left_unexpanded_is_refused_unless_such_a_folder_is_he
         assert done.value.code == 2
         assert capsys.readouterr().err.splitlines()[-1] == (
             f"error: argument {option}: expected a file path, got {path!r}: the shell did not expand ~ (it "
-            "does not after = or in quotes), and no folder named ~ is here; write the option and the path "
-            f"as two words ({path} after a space) or $HOME{path[1:]}"
+            "expands it only at the start of a word: not after = or in quotes), and nothing named ~ is here; "
+            f"write $HOME{path[1:]}, or ./{path} for a name ~ here"
         )
+    with pytest.raises(SystemExit):  # another user's home (review164 F3)
+        main(["train", "--dataset", "iris", "--save=~root/m.npz"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: argument --save: expected a file path, got '~root/m.npz': the shell did not expand ~root (it "
+        "expands it only at the start of a word: not after = or in quotes), and nothing named ~root is here; "
+        "write ~root unquoted at the start of a word, or ./~root/m.npz for a name ~root here"
+    )
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "~").mkdir()  # a folder of that name, given on purpose: used
     assert main(["train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save=~/m.npz"]) == 0

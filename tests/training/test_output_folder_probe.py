@@ -176,3 +176,22 @@ def test_the_probe_never_deletes_a_file_another_run_saved_meanwhile(
     monkeypatch.setattr(os, "open", open_)
     check_writable(target, "--save")
     assert target.read_bytes() == b"the other run's checkpoint"
+
+
+def test_the_probe_never_creates_the_output_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """review164 F1, F2: a probe that created the missing output and removed it again could still
+    delete a file another run saved in between, and two racing probes left an empty output. The
+    output is only opened when it exists; the folder is probed with the temporary file."""
+    target = tmp_path / "new" / "m.npz"
+    opened: list[int] = []
+    real_open = os.open
+
+    def open_(path: Any, flags: int, *args: Any) -> int:
+        if Path(path) == target:
+            opened.append(flags)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", open_)
+    check_writable(target, "--save")
+    assert opened and not any(flags & os.O_CREAT for flags in opened)
+    assert not target.exists() and not target.parent.exists()  # the folder made for the probe is gone

@@ -14,6 +14,7 @@ device, bad numbers) are reported as one ``error: ...`` line on stderr with exit
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import re
 import sys
@@ -116,8 +117,11 @@ class _Parser(argparse.ArgumentParser):
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         """argparse's, without swallowing a failed write: ``--help > /dev/full`` printed nothing
         and exited 0 (review163 F7); :func:`main` reports it as any output it cannot write."""
-        if message:
-            (file or sys.stderr).write(message)
+        if not message:
+            return
+        if file is None and sys.stdout is None:  # --help or --version with stdout closed (review164 F10)
+            raise OSError(errno.EBADF, "standard output is closed")
+        (file or sys.stderr).write(message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         """argparse's conversion of an argument's words, which are kept as written (for
@@ -375,9 +379,10 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # --help | head -1: as the commands' output (review163 F7)
         silence_stdout()
         return 141
-    except OSError as error:  # --help or --version into a full device
+    except OSError as error:  # --help or --version into a full device, or with stdout closed
         print(f"error: cannot write the output: {error.strerror or error}", file=sys.stderr)
-        silence_stdout()
+        if sys.stdout is not None:
+            silence_stdout()
         return 2
     if extras:  # one before the command's name: parser.error refuses that option (review131 F3)
         command = getattr(args, "command", None)
@@ -442,9 +447,9 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     except UnicodeEncodeError as error:  # a character stdout's strict encoding lacks (PYTHONIOENCODING=ascii)
         encoding = getattr(sys.stdout, "encoding", None) or error.encoding
-        print(f"error: cannot write the output: {error} (standard output's encoding is {encoding}; an output "
-              "file is written as UTF-8 (--output, --report-json), or set PYTHONIOENCODING=utf-8)",
-              file=sys.stderr)  # review163 F8: name the way out
+        print(f"error: cannot write the output: {error} (standard output's encoding is {encoding}; a file "
+              "is written as UTF-8: predict --output FILE, or set PYTHONIOENCODING=utf-8)",
+              file=sys.stderr)  # review163 F8: name the way out (review164 F5: --report-json is none)
         return 2
 
 

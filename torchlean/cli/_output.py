@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
-from torchlean._atomic import check_replaceable, replace_file
+from torchlean._atomic import check_name_fits, check_replaceable, replace_file
 from torchlean._csv import STDIN_SHOWN
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -116,12 +116,15 @@ def _refuse_unexpanded_home(text: str) -> None:
     expands ``~`` only at the start of a word), unless a folder named ``~`` is here: an output's
     missing parents are created, so it made a folder named ``~`` (review163 F5), which a later
     ``rm -rf ~`` meant to remove would not be."""
-    if (text == "~" or text.startswith("~/")) and not os.path.isdir("~"):
-        raise argparse.ArgumentTypeError(
-            f"expected a file path, got {text!r}: the shell did not expand ~ (it does not after = or in "
-            f"quotes), and no folder named ~ is here; write the option and the path as two words "
-            f"({text} after a space) or $HOME{text[1:]}"
-        )
+    first, slash, _ = text.partition("/")
+    if not first.startswith("~") or os.path.exists(first) or not (slash or first == "~"):
+        return  # ~user/x too (review164 F3); a file named ~user is a name of its own
+    home = f"$HOME{text[1:]}" if first == "~" else f"{first} unquoted at the start of a word"
+    raise argparse.ArgumentTypeError(
+        f"expected a file path, got {text!r}: the shell did not expand {first} (it expands it only at the "
+        f"start of a word: not after = or in quotes), and nothing named {first} is here; write {home}, or "
+        f"./{text} for a name {first} here"  # review164 F4: also where no option is involved
+    )
 
 
 def file_path(text: str) -> Path:
@@ -211,25 +214,26 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
                 )
             break
         missing.append(parent)
+    existed = True
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:  # created here, exclusively, so the unlink below removes only the probe's own file: a
-            # file another run renamed into place meanwhile is not deleted (review163 F2)
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            with target.open("a"):  # an existing file: writable?
-                pass
-        else:
-            target.unlink()
+        try:  # an existing file: writable? Never created here: a probe that created the target and
+            # removed it again deleted a checkpoint another run renamed into place meanwhile, or left
+            # an empty one when two probes raced (review163 F2, review164 F1, F2)
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+        except FileNotFoundError:  # a new file: the folder's part is the temporary file's probe below
+            existed = False
+            check_name_fits(target)
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
     else:
         try:
             check_replaceable(path)
         except OSError as error:  # the file could be written, the folder takes no new one (review131 F6)
+            where = ": the temporary file written beside it and renamed over it cannot be created there" if (
+                existed) else ""  # a new file: the folder takes no new file, that one no more
             raise TorchLeanError(
-                f"cannot write {what} {shown_path(path)}: the temporary file written beside it and renamed "
-                f"over it cannot be created there: {error.strerror or error}"
+                f"cannot write {what} {shown_path(path)}{where}: {error.strerror or error}"
             ) from None
     finally:
         for folder in missing:  # nearest first: each is empty once its child is gone
