@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["check_name_fits", "check_replaceable", "replace_file", "umask"]
+__all__ = ["check_name_fits", "check_replaceable", "replace_file", "umask", "writes_in_place"]
 
 _STREAMS = ("dev", "proc")
 """Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
@@ -39,6 +39,12 @@ def umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def writes_in_place(path: Path) -> bool:
+    """Whether :func:`replace_file` writes ``path`` in place rather than replacing it: a stream's
+    link (``/dev/stderr``, ``/proc/self/fd/1``) or an existing file that is not a regular one."""
+    return _target(path) is None
 
 
 def _target(path: Path) -> Path | None:

@@ -10,6 +10,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +196,25 @@ def test_the_probe_never_creates_the_output_itself(tmp_path: Path, monkeypatch: 
     check_writable(target, "--save")
     assert opened and not any(flags & os.O_CREAT for flags in opened)
     assert not target.exists() and not target.parent.exists()  # the folder made for the probe is gone
+
+
+def test_a_closed_standard_stream_as_an_output_is_refused_before_the_work(tmp_path: Path) -> None:
+    """review165 F1: --report-json /dev/stderr with stderr closed passed the check once the probe
+    stopped creating outputs, and the run failed after training."""
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", *_TRAIN, "--report-json", "/dev/stderr"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True, check=False, preexec_fn=lambda: os.close(2),
+    )
+    assert (done.returncode, done.stdout) == (2, "")  # refused before the header and the epochs
+
+
+def test_a_name_past_the_folders_limit_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review165 F4: a file system that takes shorter names than ext4's 255 bytes (the name is
+    checked against the folder's own PC_NAME_MAX, which the probe no longer learns by creating)."""
+    monkeypatch.setattr(_atomic, "_name_max", lambda folder: 20)
+    with pytest.raises(TorchLeanError, match=r"^cannot write --save .*/a{17}\.npz: File name too long$"):
+        check_writable(tmp_path / ("a" * 17 + ".npz"), "--save")
+    check_writable(tmp_path / ("a" * 16 + ".npz"), "--save")
+    assert list(tmp_path.iterdir()) == []

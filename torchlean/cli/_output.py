@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
-from torchlean._atomic import check_name_fits, check_replaceable, replace_file
+from torchlean._atomic import check_name_fits, check_replaceable, replace_file, writes_in_place
 from torchlean._csv import STDIN_SHOWN
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -119,7 +119,8 @@ def _refuse_unexpanded_home(text: str) -> None:
     first, slash, _ = text.partition("/")
     if not first.startswith("~") or os.path.exists(first) or not (slash or first == "~"):
         return  # ~user/x too (review164 F3); a file named ~user is a name of its own
-    home = f"$HOME{text[1:]}" if first == "~" else f"{first} unquoted at the start of a word"
+    home = (f"$HOME{text[1:]}" if first == "~"  # the shell leaves ~user as it is for no such user
+            else f"{first} unquoted at the start of a word (where user {first[1:]} exists)")
     raise argparse.ArgumentTypeError(
         f"expected a file path, got {text!r}: the shell did not expand {first} (it expands it only at the "
         f"start of a word: not after = or in quotes), and nothing named {first} is here; write {home}, or "
@@ -222,6 +223,8 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             # an empty one when two probes raced (review163 F2, review164 F1, F2)
             os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
         except FileNotFoundError:  # a new file: the folder's part is the temporary file's probe below
+            if writes_in_place(path):  # /dev/stderr of a closed stderr: nothing to write into, none
+                raise  # to create (review165 F1)
             existed = False
             check_name_fits(target)
     except OSError as error:
