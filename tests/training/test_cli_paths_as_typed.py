@@ -219,7 +219,8 @@ def test_a_tilde_the_shell_left_unexpanded_is_refused_unless_such_a_folder_is_he
     assert capsys.readouterr().err.splitlines()[-1] == (
         "error: argument --save: expected a file path, got '~root/m.npz': the shell did not expand ~root (it "
         "expands it only at the start of a word: not after = or in quotes), and nothing named ~root is here; "
-        "write ~root unquoted at the start of a word, or ./~root/m.npz for a name ~root here"
+        "write ~root unquoted at the start of a word (where user root exists), or ./~root/m.npz for a name "
+        "~root here"
     )
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "~").mkdir()  # a folder of that name, given on purpose: used
