@@ -101,10 +101,10 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         # bound, so a declared length of 4 GiB, deflated from a few MB, took GBs (review158 F1)
         prefix = stream.read(_LENGTH_BYTES[version])
         length = int.from_bytes(prefix, "little")
-        if len(prefix) < _LENGTH_BYTES[version] or length > MAX_HEADER_BYTES:
-            if len(prefix) < _LENGTH_BYTES[version]:  # review161 F7: cut short, not too long
-                raise ValueError(f"entry {name!r}: its .npy ends inside its header's length field (the "
-                                 "file is cut short)")
+        if len(prefix) < _LENGTH_BYTES[version]:  # review161 F7: cut short, not too long
+            raise ValueError(f"entry {name!r}: its .npy ends inside its header's length field (the file "
+                             "is cut short)")
+        if length > MAX_HEADER_BYTES:
             raise ValueError(f"entry {name!r}: its .npy declares a header of {length} bytes (a plain array's "
                              f"takes under 200; accepted: at most {MAX_HEADER_BYTES})")
         text = io.BytesIO(prefix + stream.read(length))

@@ -233,8 +233,9 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
         try:
             check_replaceable(path)
         except OSError as error:  # the file could be written, the folder takes no new one (review131 F6)
-            where = ": the temporary file written beside it and renamed over it cannot be created there" if (
-                existed) else ""  # a new file: the folder takes no new file, that one no more
+            # a new file: the folder takes no new file, that one no more than the temporary one
+            where = ": the temporary file written beside it and renamed over it cannot be created there"
+            where = where if existed else ""
             raise TorchLeanError(
                 f"cannot write {what} {shown_path(path)}{where}: {error.strerror or error}"
             ) from None

@@ -465,11 +465,10 @@ def _not_finite_line(arrays: list[dict[str, Any]]) -> str:
         return "not_finite: none (every weight and optimizer value is finite)"
     named = ", ".join(f"{_text(a['array'])} ({a['count']} of {a['size']} values)" for a in arrays[:3])
     more = f" and {len(arrays) - 3} more arrays" if len(arrays) > 3 else ""
-    weights = any(str(a["array"]).startswith("weights/") for a in arrays)
-    others = any(not str(a["array"]).startswith("weights/") for a in arrays)
-    effects = ["predict gives no prediction where they reach"] if weights else []  # review161 F3
-    effects += ["--resume trains on from them"] if others or weights else []
-    return f"not_finite: {named}{more}: the run diverged, or the file was edited; {' and '.join(effects)}"
+    weights = any(str(a["array"]).startswith("weights/") for a in arrays)  # what predict reads (review161 F3)
+    effects = "predict gives no prediction where they reach and " if weights else ""
+    return (f"not_finite: {named}{more}: the run diverged, or the file was edited; {effects}--resume trains "
+            "on from them")
 
 
 def _lines(record: dict[str, Any], saved: checkpoint.Checkpoint) -> list[str]:

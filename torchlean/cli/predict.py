@@ -974,10 +974,9 @@ def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint
     """The ``warning:`` line for ``missing`` of ``rows`` rows without a prediction, naming the
     cause: the checkpoint's weights, or neither (the inputs are finite: ``standardise`` refuses
     non-finite ones and standardisations that overflow)."""
-    weights = saved.weights.values()
-    not_finite = sum(int(np.count_nonzero(~np.isfinite(w))) for w in weights)
+    not_finite = sum(count for name, count, _ in saved.not_finite() if name.startswith("weights/"))
     if not_finite:
-        total = sum(int(w.size) for w in weights)
+        total = sum(int(w.size) for w in saved.weights.values())
         cause = (f"the checkpoint's weights are not finite ({not_finite} of {total} values; the training "
                  "diverged)")
     else:
