@@ -373,24 +373,23 @@ def _tensor_operand(typ: Type) -> tuple[Instance | None, bool]:
 def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:
     """``Sealed(...)`` called by name (a function hook) or through an attribute that holds the class
     (``Holder.cls(...)``, ``self.cls(...)``: mypy asks for a method hook named by the class)."""
-    info = _sealed_instance(ctx.default_return_type)
-    if info is not None:
-        _check_sealed("Construction", info, ctx.api, ctx.context)
-    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)  # _gate=_GATE
-    return ctx.default_return_type
+    return _report_construction(ctx, _sealed_instance(ctx.default_return_type))
 
 
 def _aliased_construction_hook(info: TypeInfo) -> Callable[[FunctionContext], Type]:
     """A sealed class called through a module-level variable declared with another type
     (``make: Callable[..., AcceptedKernel] = AcceptedKernel``), whose call mypy types by the
     declaration, so the class is known from the assignment only."""
+    return lambda ctx: _report_construction(ctx, info)
 
-    def hook(ctx: FunctionContext) -> Type:
+
+def _report_construction(ctx: FunctionContext | MethodContext, info: TypeInfo | None) -> Type:
+    """Report the construction of sealed class ``info`` (when one) outside its gates, and the
+    private names among the call's arguments (``_gate=_GATE``); the call's type unchanged."""
+    if info is not None:
         _check_sealed("Construction", info, ctx.api, ctx.context)
-        _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)  # _gate=_GATE
-        return ctx.default_return_type
-
-    return hook
+    _report_private_names(_arguments(ctx.args), ctx.api, ctx.context)
+    return ctx.default_return_type
 
 
 def _copy_hook(route: str) -> Callable[[FunctionContext], Type]:
@@ -811,13 +810,20 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
         written_out = len(proper.args) == len(args)  # else an unpacked tuple spread them
         for position, arg in enumerate(proper.args):
             if _is_no_shape(arg):
-                written_arg = args[position] if written_out else None
-                shown = (_written(written_arg) if isinstance(written_arg, UnboundType)
-                         else " | ".join(map(_written, written_arg.items))  # Shape[4] | None: review162 F4
-                         if isinstance(written_arg, UnionType) else str(arg))
+                shown = _argument_text(args[position] if written_out else None, arg)
                 api.fail(f'Type argument "{shown}" of Trainer is no shape: {TRAINER_EXPECTED}', ctx.context,
                          code=TRAINER)
     return analyzed
+
+
+def _argument_text(written: Type | None, analyzed: Type) -> str:
+    """A ``Trainer`` argument as the user wrote it (``Shape[4] | None`` too: review162 F4), else
+    (spread from an unpacked tuple, or another form) as mypy prints the analyzed type."""
+    if isinstance(written, UnboundType):
+        return _written(written)
+    if isinstance(written, UnionType):
+        return " | ".join(map(_written, written.items))
+    return str(analyzed)
 
 
 def _shape_argument(
@@ -842,8 +848,8 @@ def _shape_argument(
 
 def _is_no_shape(arg: Type) -> bool:
     """Whether an analyzed ``Trainer`` argument is a type that is no shape: a literal, a tuple,
-    ``None`` or an instance of a class other than ``Shape`` and ``object`` (``Any``, ``object``,
-    type variables and unions pass: a union of shapes is a shape type)."""
+    ``None``, a class object or an instance of a class other than ``Shape`` and ``object``, or a
+    union with such a member (``Any``, ``object``, type variables and unions of shapes pass)."""
     proper = get_proper_type(arg)
     if isinstance(proper, Instance):
         return proper.type.fullname not in (SHAPE_FULLNAME, OBJECT)
