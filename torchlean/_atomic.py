@@ -78,13 +78,14 @@ def _name_max(folder: Path) -> int:
         return _NAME_BYTES
 
 
-def check_name_fits(path: Path) -> None:
-    """Refuse a file name longer than its folder's file system takes (the folder must exist).
+def check_name_fits(path: Path, folder: Path | None = None) -> None:
+    """Refuse a file name longer than the file system of ``folder`` (by default its own folder,
+    which must exist) takes.
 
     Raises:
         OSError: ``ENAMETOOLONG`` (``File name too long``), as creating it would.
     """
-    if len(os.fsencode(path.name)) > _name_max(path.parent):
+    if len(os.fsencode(path.name)) > _name_max(path.parent if folder is None else folder):
         raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(path))
 
 

@@ -145,21 +145,16 @@ def test_the_probe_never_deletes_a_file_another_run_saved_meanwhile(
 ) -> None:
     """review163 F2: the probe of a missing output checked that it did not exist, then created it
     and deleted it; a checkpoint another run renamed into place between the two was deleted. Here
-    the other run's file appears at the first look at the target after its folder is made."""
+    the other run's file appears just after the probe's first look at the target."""
     target = tmp_path / "m.npz"
-    armed = False
-    real_mkdir, real_exists, real_open = Path.mkdir, Path.exists, os.open
+    armed = True
+    real_exists, real_open = Path.exists, os.open
 
     def saved_by_another_run() -> None:
         nonlocal armed
         if armed:
             armed = False
             target.write_bytes(b"the other run's checkpoint")
-
-    def mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
-        nonlocal armed
-        real_mkdir(self, *args, **kwargs)
-        armed = self == tmp_path
 
     def exists(self: Path, *args: Any, **kwargs: Any) -> bool:
         seen = real_exists(self, *args, **kwargs)
@@ -172,18 +167,21 @@ def test_the_probe_never_deletes_a_file_another_run_saved_meanwhile(
             saved_by_another_run()  # just before the probe creates it
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(Path, "mkdir", mkdir)
     monkeypatch.setattr(Path, "exists", exists)
     monkeypatch.setattr(os, "open", open_)
     check_writable(target, "--save")
     assert target.read_bytes() == b"the other run's checkpoint"
 
 
-def test_the_probe_never_creates_the_output_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("folder", ["", "new/"])
+def test_the_probe_never_creates_the_output_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
     """review164 F1, F2: a probe that created the missing output and removed it again could still
     delete a file another run saved in between, and two racing probes left an empty output. The
-    output is only opened when it exists; the folder is probed with the temporary file."""
-    target = tmp_path / "new" / "m.npz"
+    output is only opened when it exists; the folder is probed with the temporary file, a missing
+    one by a folder of the probe's own beside it."""
+    target = tmp_path / f"{folder}m.npz"
     opened: list[int] = []
     real_open = os.open
 
@@ -194,8 +192,40 @@ def test_the_probe_never_creates_the_output_itself(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(os, "open", open_)
     check_writable(target, "--save")
-    assert opened and not any(flags & os.O_CREAT for flags in opened)
-    assert not target.exists() and not target.parent.exists()  # the folder made for the probe is gone
+    assert not any(flags & os.O_CREAT for flags in opened)
+    assert not target.exists() and not target.parent.exists() if folder else not target.exists()
+    assert [path.name for path in tmp_path.iterdir()] == []  # the probe's own folder is gone
+
+
+def test_the_probe_never_removes_a_folder_another_run_made_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review165 F2: the probe made the missing parent folders and removed them after; one that
+    another run made meanwhile for its own save was removed under it, whose save then failed.
+    Here the other run makes it just after the probe found it missing."""
+    target = tmp_path / "det" / "sub" / "m.npz"
+    real_exists = os.path.exists
+    made = False
+
+    def exists(path: Any) -> bool:
+        nonlocal made
+        seen = real_exists(path)
+        if Path(path) == target.parent and not seen and not made:
+            made = True
+            target.parent.mkdir(parents=True)  # the other run's make_parents
+        return seen
+
+    monkeypatch.setattr(os.path, "exists", exists)
+    check_writable(target, "--save")
+    assert made and target.parent.is_dir()
+
+
+def test_missing_folders_past_the_path_limit_are_refused(tmp_path: Path) -> None:
+    """Their folders are not made by the probe, so the whole path's length is checked apart."""
+    deep = tmp_path.joinpath(*["a" * 200] * 25) / "m.npz"  # > 4096 bytes, each name fits
+    with pytest.raises(TorchLeanError, match="File name too long"):
+        check_writable(deep, "--save")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_closed_standard_stream_as_an_output_is_refused_before_the_work(tmp_path: Path) -> None:

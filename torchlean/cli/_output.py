@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import json
 import math
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
@@ -172,10 +174,11 @@ def data_shown(dataset: str | os.PathLike[str]) -> str:
 
 
 def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
-    """Refuse ``path`` unless a file can be written there. The probe creates the missing parent
-    folders and the file, then removes what it created, so a run that fails later leaves nothing
-    behind (the writer creates them again: :func:`make_parents`); an existing file is left as it
-    is (opened for appending, nothing written). It then creates and removes the temporary file
+    """Refuse ``path`` unless a file can be written there. Nothing the writer makes is made here,
+    so a run that fails later leaves nothing behind: missing parent folders are checked by making
+    and removing a folder of the probe's own in the nearest existing one (the writer makes them:
+    :func:`make_parents`); an existing file is left as it is (opened for appending, nothing
+    written). For a file whose folder exists, the probe then creates and removes the temporary file
     that the writer writes beside the file and renames over it
     (:func:`torchlean._atomic.check_replaceable`), so an existing file in a folder that takes no new
     file, or a name too long for the temporary file's name, is refused here too, not after the
@@ -206,18 +209,18 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             raise TorchLeanError(f"cannot write {what} {shown_path(path)}: permission denied")
         return
     target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
-    missing: list[Path] = []
-    for parent in target.parents:
-        if os.path.exists(parent):  # False for a name too long (the probe below reports it)
-            if not parent.is_dir():
+    for folder in target.parents:
+        if os.path.exists(folder):  # False for a name too long (the checks below report it)
+            if not folder.is_dir():
                 raise TorchLeanError(
-                    f"cannot write {what} {shown_path(path)}: {shown_path(parent)} is a file, not a directory"
+                    f"cannot write {what} {shown_path(path)}: {shown_path(folder)} is a file, not a directory"
                 )
             break
-        missing.append(parent)
-    existed = True
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if folder != target.parent:  # missing folders: the writer makes them (make_parents)
+            _check_new_folders(target, folder)
+            return
+        existed = True
         try:  # an existing file: writable? Never created here: a probe that created the target and
             # removed it again deleted a checkpoint another run renamed into place meanwhile, or left
             # an empty one when two probes raced (review163 F2, review164 F1, F2)
@@ -229,20 +232,33 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             check_name_fits(target)
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
-    else:
-        try:
-            check_replaceable(path)
-        except OSError as error:  # the file could be written, the folder takes no new one (review131 F6)
-            # a new file: the folder takes no new file, that one no more than the temporary one
-            where = ": the temporary file written beside it and renamed over it cannot be created there"
-            where = where if existed else ""
-            raise TorchLeanError(
-                f"cannot write {what} {shown_path(path)}{where}: {error.strerror or error}"
-            ) from None
-    finally:
-        for folder in missing:  # nearest first: each is empty once its child is gone
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+    try:
+        check_replaceable(path)
+    except OSError as error:  # the file could be written, the folder takes no new one (review131 F6)
+        # a new file: the folder takes no new file, that one no more than the temporary one
+        where = ": the temporary file written beside it and renamed over it cannot be created there"
+        where = where if existed else ""
+        raise TorchLeanError(
+            f"cannot write {what} {shown_path(path)}{where}: {error.strerror or error}"
+        ) from None
+
+
+def _check_new_folders(target: Path, folder: Path) -> None:
+    """Check that the missing folders between the existing ``folder`` and the file ``target`` can
+    be made: ``folder`` takes a new folder (one of the probe's own, uniquely named, made and
+    removed; the missing ones are never made here, as a probe that made and removed them removed
+    them under another run that had just made them for its own save: review165 F2) and each name
+    fits the file system's limit.
+
+    Raises:
+        OSError: ``folder`` takes no new folder (permissions, a read-only file system), or a name
+            or the whole path is too long (``ENAMETOOLONG``).
+    """
+    os.rmdir(tempfile.mkdtemp(prefix=".torchlean-", suffix=".tmp", dir=folder))
+    for part in target.relative_to(folder).parts:
+        check_name_fits(folder / part, folder)
+    if len(os.fsencode(target)) >= os.pathconf(folder, "PC_PATH_MAX"):  # its terminating NUL counts
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(target))
 
 
 def make_parents(path: Path, what: str) -> None:

@@ -1226,7 +1226,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         alike = _hashing_alike_note(args, source, compared)
         if alike is not None and not (compared.names is not None and reordered):  # said once
             print(alike, file=sys.stderr)
-    chosen = None if order is None else np.sort(order)
+    # the split's rows forwarded in its order, as train forwards x_test: under fast_cpu a row's output
+    # can depend on its batch and its place in it (review159 F1); ranked: their positions in x
+    chosen = ranked = None
+    if order is not None:
+        chosen = np.sort(order)
+        ranked = np.searchsorted(chosen, order)
     if source.cells is not None and args.ignore_labels:
         print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
               f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
@@ -1287,9 +1292,6 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     print(f"dataset={header_value(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
           f"profile={trainer.profile.name} execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
-    # the split's rows forwarded in its order, as train forwards x_test: under fast_cpu a row's output
-    # can depend on its batch and its place in it (review159 F1); ranked: their positions in x
-    ranked = None if order is None else np.searchsorted(np.sort(order), order)
     with contextlib.redirect_stdout(out):
         logits = trainer.predict(x if ranked is None else x[ranked])
     if ranked is not None:
