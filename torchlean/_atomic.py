@@ -9,15 +9,21 @@ F4).
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
 import stat
+import struct
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["check_name_fits", "check_replaceable", "replace_file", "umask", "writes_in_place"]
+__all__ = [
+    "check_name_fits", "check_renamable_over", "check_replaceable", "replace_file", "umask", "writes_in_place"
+]
 
 _STREAMS = ("dev", "proc")
 """Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
@@ -87,6 +93,41 @@ def check_name_fits(path: Path, folder: Path | None = None) -> None:
     """
     if len(os.fsencode(path.name)) > _name_max(path.parent if folder is None else folder):
         raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(path))
+
+
+_FS_IOC_GETFLAGS = 0x80086601
+"""Linux's ioctl reading a file's attribute flags (``linux/fs.h``; what ``lsattr`` prints)."""
+_UNREPLACEABLE_FLAGS = 0x10 | 0x20
+"""``FS_IMMUTABLE_FL`` and ``FS_APPEND_FL`` (``chattr +i``, ``chattr +a``): a rename over such a
+file fails with ``EPERM``."""
+
+
+def check_renamable_over(target: Path) -> None:
+    """Refuse an existing regular file that a rename cannot replace although its folder takes new
+    files (review165 F3): one of another user in a folder with the sticky bit (as ``/tmp``) that is
+    not the caller's either (root excepted, as the kernel excepts ``CAP_FOWNER``), or, on Linux, one
+    marked append-only or immutable (``chattr +a``/``+i``; a file system that keeps no such flags,
+    or a file that cannot be opened for reading, is not refused here).
+
+    Raises:
+        PermissionError: ``EPERM``, its message saying which of the two.
+    """
+    info, folder, user = target.stat(), target.parent.stat(), os.geteuid()
+    if folder.st_mode & stat.S_ISVTX and user not in (0, info.st_uid, folder.st_uid):
+        raise PermissionError(errno.EPERM, f"{os.strerror(errno.EPERM)} (another user's file in a folder "
+                              "with the sticky bit: only its owner can replace it)", str(target))
+    if sys.platform != "linux":
+        return
+    flags = 0
+    with contextlib.suppress(OSError):
+        descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            flags = struct.unpack("i", fcntl.ioctl(descriptor, _FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+        finally:
+            os.close(descriptor)
+    if flags & _UNREPLACEABLE_FLAGS:
+        raise PermissionError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the file is append-only or "
+                              "immutable, chattr +a or +i: no new file can replace it)", str(target))
 
 
 def _temporary(target: Path) -> IO[bytes]:

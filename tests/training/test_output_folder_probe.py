@@ -248,3 +248,42 @@ def test_a_name_past_the_folders_limit_is_refused_before_anything_is_made(
         check_writable(tmp_path / ("a" * 17 + ".npz"), "--save")
     check_writable(tmp_path / ("a" * 16 + ".npz"), "--save")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_another_users_file_in_a_sticky_folder_is_refused_before_the_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review165 F3 (a): the file could be opened for writing and the folder takes new files, but
+    in a folder with the sticky bit (as /tmp) only the file's owner, the folder's or root can
+    rename over it: the save failed after training. Another user is played by os.geteuid."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    existing = folder / "o.npz"
+    existing.write_bytes(b"old")
+    owner = existing.stat().st_uid
+    check_writable(existing, "--save")  # the owner replaces it
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 4242)
+    with pytest.raises(TorchLeanError, match=r"o\.npz: Operation not permitted \(another user's file in a "
+                       "folder with the sticky bit"):
+        check_writable(existing, "--save")
+    folder.chmod(0o777)  # no sticky bit: the folder's write permission is enough
+    check_writable(existing, "--save")
+    assert existing.read_bytes() == b"old"
+
+
+def test_an_append_only_file_is_refused_before_the_work(tmp_path: Path) -> None:
+    """review165 F3 (b): an append-only file (chattr +a) can be opened for appending, which the
+    probe did, but no rename replaces it: the save failed after training."""
+    existing = tmp_path / "ap.npz"
+    existing.write_bytes(b"old")
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+a", str(existing)], capture_output=True).returncode:
+        pytest.skip("chattr +a is not available here (no chattr, no CAP_LINUX_IMMUTABLE, or the file "
+                    "system keeps no such flag)")
+    try:
+        with pytest.raises(TorchLeanError, match=r"ap\.npz: Operation not permitted \(the file is append-"):
+            check_writable(existing, "--save")
+    finally:
+        subprocess.run([chattr, "-a", str(existing)], check=True)
+    check_writable(existing, "--save")

@@ -16,7 +16,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
-from torchlean._atomic import check_name_fits, check_replaceable, replace_file, writes_in_place
+from torchlean._atomic import (
+    check_name_fits,
+    check_renamable_over,
+    check_replaceable,
+    replace_file,
+    writes_in_place,
+)
 from torchlean._csv import STDIN_SHOWN
 from torchlean.backend.display import escaped
 from torchlean.backend.errors import TorchLeanError
@@ -225,6 +231,7 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
             # removed it again deleted a checkpoint another run renamed into place meanwhile, or left
             # an empty one when two probes raced (review163 F2, review164 F1, F2)
             os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+            check_renamable_over(target)
         except FileNotFoundError:  # a new file: the folder's part is the temporary file's probe below
             if writes_in_place(path):  # /dev/stderr of a closed stderr: nothing to write into, none
                 raise  # to create (review165 F1)
