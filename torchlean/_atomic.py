@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 import struct
@@ -118,6 +117,8 @@ def check_renamable_over(target: Path) -> None:
                               "with the sticky bit: only its owner can replace it)", str(target))
     if sys.platform != "linux":
         return
+    import fcntl  # POSIX only; imported here so that this module imports everywhere
+
     flags = 0
     with contextlib.suppress(OSError):
         descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
