@@ -408,6 +408,14 @@ def test_capsules_catalog_and_profile_filter(capsys: pytest.CaptureFixture[str])
             "error: the following arguments are required: --dataset (known: digits | iris | breast_cancer | "
             "wine | diabetes, or a path to a CSV file)\n",
         ),
+        # review163 F9: a checkpoint whose name starts with '-' is set aside as an unknown option
+        (
+            ["predict", "-m.npz", "--dataset", "iris"],
+            "error: the following arguments are required: CHECKPOINT (-m.npz was read as an unknown "
+            "option: write ./-m.npz for a path that starts with '-')\n",
+        ),
+        (["inspect", "-m.npz"], "CHECKPOINT (-m.npz was read as an unknown option: write ./-m.npz for a "),
+        (["inspect", "--m.npz"], "error: the following arguments are required: CHECKPOINT\n"),
         (["select", "--profiles", "checked_cpu"], "select needs at least one op (known: rand_uniform | "),
         (["select", "--profiles", "relu"], "select needs at least one profile (known: checked_cpu | "),
         (["plan", "--profile", "checked_cpu", ""], "unknown op '' (known: rand_uniform | "),

@@ -167,6 +167,25 @@ class _Parser(argparse.ArgumentParser):
                 return word
         return None
 
+    def _dash_word_hint(self) -> str:
+        """For a missing CHECKPOINT: the first word of :attr:`words` argparse set aside as an
+        unknown option (``predict -m.npz``: a file whose name starts with ``-``), with how to give
+        it as a path (review163 F9); empty when there is none."""
+        for word in self.words:
+            if word == "--":
+                break
+            if (  # one dash: ``--name`` is more likely a mistyped option than a file
+                word.startswith("-")
+                and not word.startswith("--")
+                and len(word) > 1
+                and "=" not in word
+                and not _NEGATIVE_NUMBER.fullmatch(word)
+                and not any(option.startswith(word) for option in self._option_string_actions)
+            ):
+                return (f" ({word} was read as an unknown option: write ./{word} for a path that starts "
+                        "with '-')")
+        return ""
+
     def error(self, message: str) -> NoReturn:
         """Exit with status 2 and ``message`` as one line, ``error: ...``, on stderr. Whatever
         argparse met first (the option's value read as the command, the command's required
@@ -196,7 +215,7 @@ class _Parser(argparse.ArgumentParser):
             names = missing[1].split(", ")
             message = "the following arguments are required: " + ", ".join(
                 f"{name} (known: {self.known[name]})" if name in self.known else name for name in names
-            )
+            ) + (self._dash_word_hint() if "CHECKPOINT" in names else "")
         elif (flag := re.fullmatch(r"argument (-\S+): ignored explicit argument (.*)", message)) is not None:
             # ``--kernel-times=yes``: argparse's words do not say that the option takes no value
             names = " or ".join(flag[1].split("/"))
