@@ -753,6 +753,8 @@ def _written(typ: Type) -> str:
         return _render_dimension(typ)
     if isinstance(typ, UnpackType):
         return f"*{_written(typ.type)}"
+    if isinstance(typ, UnionType):  # nested too: list[Shape[2] | None] (review164 F7)
+        return " | ".join(map(_written, typ.items))
     return str(typ)
 
 
@@ -819,10 +821,8 @@ def _trainer_hook(ctx: AnalyzeTypeContext) -> Type:
 def _argument_text(written: Type | None, analyzed: Type) -> str:
     """A ``Trainer`` argument as the user wrote it (``Shape[4] | None`` too: review162 F4), else
     (spread from an unpacked tuple, or another form) as mypy prints the analyzed type."""
-    if isinstance(written, UnboundType):
+    if isinstance(written, (UnboundType, UnionType)):
         return _written(written)
-    if isinstance(written, UnionType):
-        return " | ".join(map(_written, written.items))
     return str(analyzed)
 
 

@@ -122,5 +122,6 @@ boolean: Trainer[Shape[4], True]  # E: Type argument "True" of Trainer is no sha
 class_object: Trainer[Shape[4], type[Shape[3]]]  # E: Type argument "type[Shape[3]]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 optional: Trainer[Shape[4], Optional[Shape[3]]]  # E: Type argument "Optional[Shape[3]]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 or_none: Trainer[Shape[4], Shape[3] | None]  # E: Type argument "Shape[3] | None" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
+nested_union: Trainer[Shape[4], Shape[3] | list[Shape[2] | None]]  # E: Type argument "Shape[3] | list[Shape[2] | None]" of Trainer is no shape: write Trainer[In, Out] (per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out explicitly  [torchlean-trainer]
 # review162 F3: what mypy cannot read stays mypy's own error
 unparsed: Trainer["Shape[4", Shape[3]]  # E: Invalid type comment or annotation  [valid-type]
