@@ -354,3 +354,25 @@ def test_safe_log_kernels_refuse_an_eps_of_another_type_alike(emulation: ModuleT
     shown = f"{eps!r} of type {type(eps).__name__}"
     assert str(reference.value) == f"safe_log: eps must be a real number; got {shown}"
     assert str(native.value) == f"native_cuda.{reference.value}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_native_sigmoid_and_tanh_backward_hold_in_saturation(
+    emulation: ModuleType, dtype: torch.dtype
+) -> None:
+    """The extension's sigmoid and tanh backward evaluate the reference's rule from x (review166
+    F1: ``g * out * (1 - out)`` gave 0 for float32 sigmoid'(20), whose value is 2.06e-9). Oracle:
+    the closed forms in float64 at the rounded inputs (exp(-|x|) / (1 + exp(-|x|))^2 and
+    1 / cosh(x)^2 have no cancellation), within a few ulp of ``dtype``."""
+    x = torch.tensor([-40.0, -20.0, -3.0, 0.0, 0.5, 8.0, 20.0, 40.0], dtype=dtype)
+    g = torch.linspace(0.5, 2.0, x.numel(), dtype=dtype)
+    wide, cotangent = x.double(), g.double()
+    e = torch.exp(-wide.abs())
+    sigmoid_slope = cotangent * e / (1 + e) ** 2
+    tanh_slope = cotangent / torch.cosh(wide) ** 2
+    (d_sigmoid,) = kernels.sigmoid_backward(g, x, out=torch.sigmoid(x))
+    (d_tanh,) = kernels.tanh_backward(g, x, out=torch.tanh(x))
+    ulp = torch.finfo(dtype).eps
+    for got, want in ((d_sigmoid, sigmoid_slope), (d_tanh, tanh_slope)):
+        assert (got != 0).all()  # every true value here is a normal number of dtype
+        torch.testing.assert_close(got.double(), want, rtol=4 * ulp, atol=0.0)

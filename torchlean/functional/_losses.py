@@ -16,7 +16,7 @@ from torchlean._checks import id_outside, is_builtin_int, is_int, shown
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._arithmetic import add, mul, neg, scale
+from torchlean.functional._arithmetic import add, mul, scale, sub
 from torchlean.functional._attention import log_softmax
 from torchlean.functional._indexing import gather
 from torchlean.functional._operands import (
@@ -330,10 +330,10 @@ def cross_entropy(
         _check_class_ids(raw, logits.shape[ax], ax, ignore)
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
         log_p = log_softmax(logits, ax)
-        nll = neg(reduce_mean(gather(log_p, index, ax)))
+        nll = _negated(reduce_mean(gather(log_p, index, ax)))
         if smoothing == 0.0:
             return nll
-        uniform = neg(reduce_mean(reduce_sum(log_p, ax)))  # mean over positions of -sum_c log p_c
+        uniform = _negated(reduce_mean(reduce_sum(log_p, ax)))  # mean over positions of -sum_c log p_c
         return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
     if raw.dtype.kind == "f":
         if raw.shape != logits.shape:
@@ -373,13 +373,19 @@ def cross_entropy(
             if smoothing != 0.0:  # torch: target * (1 - s) + s / C, two roundings in the dtype
                 values = values * dt(1.0 - smoothing) + dt(smoothing / classes)
             probs = _constant(values, logits)
-        return neg(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
+        return _negated(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
     one_hot = ""
     if raw.shape == logits.shape:
         one_hot = f" (a one-hot target: {_one_hot_way(target, logits.dtype, ax)})"
     raise TensorError(
         f"cross_entropy: target dtype {raw.dtype} is neither integer indices nor float probabilities{one_hot}"
     )
+
+
+def _negated(loss: Tensor) -> Tensor:
+    """``0 - loss`` (records ``sub``): ``+0.0`` for a loss of zero, as torch's ``nll_loss`` gives
+    for a perfectly fitted sample, where ``neg`` (``scale`` by -1) gives ``-0.0`` (review166 F2)."""
+    return sub(0.0, loss)
 
 
 def _one_hot_way(target: object, dtype: np.dtype[Any], axis: int) -> str:

@@ -344,13 +344,17 @@ def sigmoid(x: Array) -> Array:
 
 
 def sigmoid_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`sigmoid`: ``g * out * (1 - out)``."""
+    """VJP of :func:`sigmoid`: the reference's rule from ``x``, ``g * e / (1 + e)**2`` with
+    ``e = exp(-|x|)`` (torch's ``sigmoid_backward``, ``g * out * (1 - out)``, cancels where the
+    output rounds to 1: review166 F1)."""
     import torch
 
     guards.check_sigmoid(x)
     check_vjp("sigmoid", g, out, x.shape, x.dtype)
-    tg, to = aten_guards.check_aten_layout("sigmoid", g, out)
-    return (host(torch.mul(tg, to).mul_(torch.rsub(to, 1.0))),)
+    tg, tx = aten_guards.check_aten_layout("sigmoid", g, x)
+    e = torch.abs(tx).neg_().exp_()
+    squared = torch.add(e, 1.0).square_()
+    return (host(e.div_(squared).mul_(tg)),)
 
 
 def tanh(x: Array) -> Array:
@@ -363,13 +367,17 @@ def tanh(x: Array) -> Array:
 
 
 def tanh_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`tanh`: ``g * (1 - out**2)``."""
+    """VJP of :func:`tanh`: the reference's rule from ``x``, ``g * 4e / (1 + e)**2`` with
+    ``e = exp(-2|x|)`` (torch's ``tanh_backward``, ``g * (1 - out**2)``, cancels where the output
+    rounds to ±1: review166 F1)."""
     import torch
 
     guards.check_tanh(x)
     check_vjp("tanh", g, out, x.shape, x.dtype)
-    tg, to = aten_guards.check_aten_layout("tanh", g, out)
-    return (host(torch.mul(to, to).neg_().add_(1.0).mul_(tg)),)
+    tg, tx = aten_guards.check_aten_layout("tanh", g, x)
+    e = torch.abs(tx).mul_(-2.0).exp_()
+    squared = torch.add(e, 1.0).square_()
+    return (host(e.mul_(4.0).div_(squared).mul_(tg)),)
 
 
 def _softplus(tx: torch.Tensor) -> torch.Tensor:

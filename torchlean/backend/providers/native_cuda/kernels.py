@@ -476,7 +476,7 @@ def sigmoid_forward(x: Tensor) -> Tensor:
 
 
 def sigmoid_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
-    """``g * out * (1 - out)``."""
+    """``g * e / (1 + e)**2``, ``e = exp(-|x|)``: the reference's rule, from ``x`` (review166 F1)."""
     _check("sigmoid", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("sigmoid"):
         return _grads(_native.sigmoid_backward(g, x, out))
@@ -490,7 +490,7 @@ def tanh_forward(x: Tensor) -> Tensor:
 
 
 def tanh_backward(g: Tensor, x: Tensor, *, out: Tensor) -> Grads:
-    """``g * (1 - out**2)``."""
+    """``g * 4e / (1 + e)**2``, ``e = exp(-2|x|)``: the reference's rule, from ``x`` (review166 F1)."""
     _check("tanh", {"g": g, "x": x, "out": out}, **_unary_rules())
     with _launch("tanh"):
         return _grads(_native.tanh_backward(g, x, out))

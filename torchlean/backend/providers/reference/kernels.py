@@ -281,10 +281,15 @@ def sigmoid(x: Array) -> Array:
 
 @ieee
 def sigmoid_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`sigmoid`: ``g * out * (1 - out)``."""
+    """VJP of :func:`sigmoid`: ``g * sigmoid(x) * sigmoid(-x)``, evaluated from ``x`` as
+    ``g * e / (1 + e)**2`` with ``e = exp(-|x|)``: accurate to a few ulp where the output rounds
+    to 1 (torch's ``sigmoid_backward``, ``g * out * (1 - out)``, cancels there: 0 for float32
+    ``x >= 16.6``, where the true value is about ``exp(-x)``; review166 F1)."""
     guards.check_sigmoid(x)
     _check_vjp("sigmoid", g, out, x.shape, x.dtype)
-    return (_arr(g * out * (x.dtype.type(1) - out)),)
+    e = np.exp(-np.abs(x))
+    one_plus = x.dtype.type(1) + e
+    return (_arr(g * (e / (one_plus * one_plus))),)
 
 
 @ieee
@@ -296,10 +301,15 @@ def tanh(x: Array) -> Array:
 
 @ieee
 def tanh_vjp(g: Array, x: Array, *, out: Array) -> Grads:
-    """VJP of :func:`tanh`: ``g * (1 - out**2)``."""
+    """VJP of :func:`tanh`: ``g * (1 - tanh(x)**2)``, evaluated from ``x`` as ``g * 4e / (1 + e)**2``
+    with ``e = exp(-2|x|)``: accurate to a few ulp where the output rounds to ±1 (torch's
+    ``tanh_backward``, ``g * (1 - out**2)``, cancels there: 0 for float32 ``|x| >= 9``, where the
+    true value is about ``4 exp(-2|x|)``; review166 F1)."""
     guards.check_tanh(x)
     _check_vjp("tanh", g, out, x.shape, x.dtype)
-    return (_arr(g * (x.dtype.type(1) - out * out)),)
+    e = np.exp(np.abs(x) * x.dtype.type(-2))
+    one_plus = x.dtype.type(1) + e
+    return (_arr(g * (e * x.dtype.type(4) / (one_plus * one_plus))),)
 
 
 def _softplus(x: Array) -> Array:

@@ -885,7 +885,11 @@ Tensor sigmoid_forward(const Tensor& x) {
 Grads sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
   check_unary_backward("sigmoid_backward", g, x, out);
   c10::DeviceGuard guard(x.device());
-  return one(g * out * (1.0 - out));
+  // from x, as the reference: e / (1 + e)^2 with e = exp(-|x|); g * out * (1 - out) cancels where
+  // out rounds to 1 (review166 F1)
+  const at::Tensor e = at::exp(-at::abs(x));
+  const at::Tensor p = e + 1.0;
+  return one(g * (e / (p * p)));
 }
 
 Tensor tanh_forward(const Tensor& x) {
@@ -897,7 +901,11 @@ Tensor tanh_forward(const Tensor& x) {
 Grads tanh_backward(const Tensor& g, const Tensor& x, const Tensor& out) {
   check_unary_backward("tanh_backward", g, x, out);
   c10::DeviceGuard guard(x.device());
-  return one(g * (1.0 - out * out));
+  // from x, as the reference: 4e / (1 + e)^2 with e = exp(-2|x|); g * (1 - out^2) cancels where
+  // out rounds to +-1 (review166 F1)
+  const at::Tensor e = at::exp(at::abs(x) * -2.0);
+  const at::Tensor p = e + 1.0;
+  return one(g * (e * 4.0 / (p * p)));
 }
 
 // softplus(x) = log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), stable for every finite x.
