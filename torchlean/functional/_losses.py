@@ -69,7 +69,9 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
     torch's default ``"mean"`` only; ``"sum"`` and ``"none"`` are refused with their spelling.
     float32 or float64 operands of one dtype, the result in it; the mean is a left fold under
     ``checked_cpu``, whose float32 error over many terms is discussed at
-    :func:`~torchlean.functional.reduce_sum`.
+    :func:`~torchlean.functional.reduce_sum`. A squared error or their sum beyond the dtype's
+    range is ``inf`` although the mean would fit (float32 residuals of 1.5e19), as in torch
+    (review166 F6).
 
     Raises:
         GuardError: shapes differ; an int64 or bool operand, or operands of two dtypes.
@@ -246,11 +248,13 @@ def cross_entropy(
     mean(-sum_c log_softmax)`` (torch's ``cross_entropy_loss_label_smoothing``); for
     probabilities, the target ``p * (1 - s) + s / C`` (computed in the logits' dtype).
 
-    Records ``log_softmax``, ``gather``, ``reduce_mean``, ``scale`` for indices (the indices are
+    Records ``log_softmax``, ``gather``, ``reduce_mean``, ``sub`` for indices (the indices are
     given the class axis by a numpy reshape of the index data, which carries no gradient), and
-    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale`` for probabilities; with
-    smoothing, indices add ``reduce_sum``, ``reduce_mean``, ``scale`` and ``add`` (a probability
-    Tensor target adds ``scale`` and ``add``). Returns a rank-0 tensor in the logits' dtype.
+    ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``sub`` for probabilities; the
+    ``sub`` is ``0 - mean``, so a perfectly fitted sample's loss is ``+0.0`` as torch's (a negation
+    gave ``-0.0``). With smoothing, indices add ``reduce_sum``, ``reduce_mean``, ``sub``, ``scale``
+    and ``add`` (a probability Tensor target adds ``scale`` and ``add``). Returns a rank-0 tensor
+    in the logits' dtype.
 
     Raises:
         GuardError: ``axis`` out of range for the logits' rank (never wrapped), as ``softmax``;

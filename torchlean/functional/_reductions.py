@@ -65,7 +65,9 @@ def reduce_mean(
     A rank-0 ``x`` takes ``axis`` 0 or -1; ``axis``, ``keepdims`` (or torch's ``dim=``,
     ``keepdim=``), the result's shape and dtype and its accuracy under ``checked_cpu`` (a left
     fold: float32 means of many terms of one sign can be percents off) are as in
-    :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch.
+    :func:`reduce_sum`. The mean over an empty axis is NaN, as in torch. The sum is divided once
+    at the end, so a sum that overflows gives ``inf`` although the mean fits (float32 four times
+    1e38), as in torch; :func:`layer_norm` rescales such rows, this does not (review166 F6).
 
     Raises:
         GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()``; an

@@ -18,7 +18,9 @@ Binary ops broadcast with numpy/PyTorch rules. Scalar parameters (``factor``, ``
 ``eps``) are rounded to the input dtype before use, as the reference does. Correctly rounded
 elementwise operations (``+ - * /``, comparisons, selections) give the reference's values bit for
 bit; transcendental functions (exp, log, tanh, erfc, ...) and torch's vectorised float32 ``sqrt``
-may differ from numpy's by an ulp or a few, and the sign of a zero result may differ (torch's
+may differ from numpy's by an ulp or a few (more in float32 tails: torch's float32 ``erfc`` is
+1.1e-5 relative off near 1e-37, and its float32 ``sigmoid`` is 0 below about -88.7 where numpy's
+keeps the subnormal value: review166), and the sign of a zero result may differ (torch's
 ``relu(-0.0)`` is ``-0.0``, its ``maximum`` picks either zero of a ``±0`` tie) — the differential
 suites bound these differences. NaN propagates exactly where the reference propagates it, in
 values and in gradients, which follow torch autograd's rules (at a NaN input ``abs``' gradient
