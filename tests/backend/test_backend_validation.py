@@ -461,7 +461,8 @@ def test_policy_fields_take_labels() -> None:
         (lambda: AssurancePolicy(allow_trusted_external="yes"), BackendTypeError,  # type: ignore[arg-type]
          "AssurancePolicy.allow_trusted_external must be True or False, got 'yes' (str)"),
         (lambda: ProviderPreference(PreferenceKind.AUTO, Provider.ATEN), BackendTypeError,
-         "a provider preference names a provider exactly when it is prefer or only"),
+         "ProviderPreference: auto names no provider, got aten (write ProviderPreference.prefer('aten') "
+         "or .only('aten') to ask for it)"),
     ],
     ids=[
         "device-none", "assurance-label", "provider-str", "assurance-bool", "allow-str", "auto-with-provider"
@@ -747,8 +748,12 @@ def test_prefer_and_only_need_a_provider(kind):
     from torchlean.backend.fields import BackendTypeError
     from torchlean.backend.policy import PreferenceKind, ProviderPreference
 
-    with pytest.raises(BackendTypeError, match="names a provider exactly when it is prefer or only"):
+    # review168 F3: the kind, the value given and the accepted providers are named
+    with pytest.raises(BackendTypeError, match=rf"^ProviderPreference: {kind} needs a provider, got None "
+                       r"\(known providers: reference \| torchlean \| "):
         ProviderPreference(PreferenceKind.parse(kind))
+    with pytest.raises(BackendTypeError, match=rf"^ProviderPreference: {kind} needs a provider, got None"):
+        getattr(ProviderPreference, kind)(None)
 
 
 def test_describe_keeps_an_80_character_repr_whole_and_shortens_81() -> None:
@@ -1005,3 +1010,54 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
         assert main(["select", "--profiles", "fast_cpu", word, "relu"]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: unknown profile {word} (known: ") and err.endswith(hint)
+
+
+# ------------------------------------------------ review168: unordered containers where order matters
+
+
+def _lab(name: str) -> CapsuleModule:
+    return CapsuleModule(name, (dataclasses.replace(RELU, name=f"{name}.relu"),))
+
+
+def test_with_capsule_modules_refuses_a_set_whose_order_would_pick_the_capsule() -> None:
+    """review168 F1: a set of two modules holding a relu each selected one or the other by
+    PYTHONHASHSEED (catalog order decides auto selection). A list keeps its order; a set is
+    refused with the way to write one."""
+    first, second = _lab("lab_a"), _lab("lab_b")
+    for modules in ({first, second}, frozenset({first})):
+        with pytest.raises(BackendTypeError, match=(
+            rf"^with_capsule_modules: modules must be an ordered iterable of CapsuleModule, got a "
+            rf"{type(modules).__name__} of {len(modules)} \(their order decides which capsule is selected, "
+            r"and a set's order changes from one process to the next\); write a list in the order you want$"
+        )):
+            CHECKED_CPU.with_capsule_modules(modules)
+    listed = CHECKED_CPU.with_capsule_modules([second, first])
+    assert listed.plan_ops(["relu"]).capsule_names == ("lab_b.relu",)
+    generated = CHECKED_CPU.with_capsule_modules(m for m in [first])  # a generator keeps its order
+    assert generated.plan_ops(["relu"]).capsule_names == ("lab_a.relu",)
+
+
+def test_a_registry_given_as_a_set_is_refused() -> None:
+    with pytest.raises(BackendTypeError, match=r"^capsules must be an ordered iterable of KernelCapsule, "
+                       r"got a set of 1 \(their order decides"):
+        choose_capsule(POLICY, "relu", {RELU})
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        ({"relu", "exp"}, "got a set of 2 (a plan keeps the ops' order, and a set's order changes from one "
+         "process to the next); write a list in the order you want"),
+        (frozenset({"relu"}), "got a frozenset of 1 (a plan keeps the ops' order"),
+        ({"relu": 1}, "got a mapping of 1 (dict), which would be read by its keys; write a list of them"),
+    ],
+    ids=["set", "frozenset", "dict"],
+)
+def test_plan_ops_refuses_a_set_or_a_mapping_of_ops(ops: object, message: str) -> None:
+    """review168 F2: a set of ops was planned in hash order (plan_report, audit rows and
+    check_contracts reports changed with PYTHONHASHSEED), a dict by its keys without a word."""
+    with pytest.raises(BackendTypeError) as info:
+        CHECKED_CPU.plan_ops(ops)  # type: ignore[arg-type]
+    assert str(info.value).startswith(f"{OPS_EXPECTED}, {message}")
+    keys = {"relu": 1, "exp": 2}.keys()  # a dict's keys view: insertion order, accepted
+    assert CHECKED_CPU.plan_ops(keys).capsule_names == ("reference.relu", "reference.exp")

@@ -14,7 +14,7 @@ This module depends only on :mod:`torchlean.backend.errors` and :mod:`~torchlean
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
@@ -204,17 +204,38 @@ def instance_argument(value: object, cls: type[T], what: str) -> T:
     return value
 
 
-def iterable_argument(value: object, cls: type[T], what: str) -> tuple[T, ...]:
+def unordered_refusal(value: object, what: str, accepted: str, why: str) -> str | None:
+    """The refusal of ``value`` when it is a set (or frozenset) or a mapping given where the order of
+    the items matters (``why``): a set's iteration order changes with ``PYTHONHASHSEED``, so what
+    is planned from it would change from one process to the next (review168 F1, F2); a mapping
+    would be read by its keys without a word. None for any other value (a dict's keys view, whose
+    order is the insertion order, passes)."""
+    if isinstance(value, Mapping):
+        return (f"{what} must be {accepted}, got a mapping of {len(value)} ({type(value).__name__}), which "
+                "would be read by its keys; write a list of them")
+    if isinstance(value, set | frozenset):
+        return (f"{what} must be {accepted}, got a {type(value).__name__} of {len(value)} ({why}, and a "
+                "set's order changes from one process to the next); write a list in the order you want")
+    return None
+
+
+def iterable_argument(
+    value: object, cls: type[T], what: str, why: str = "their order decides which capsule is selected"
+) -> tuple[T, ...]:
     """``value`` (any iterable but a string or bytes, a generator included) as a tuple whose items
     are all ``cls`` instances (an API argument: a registry of capsules, a list of modules).
 
     Raises:
         BackendTypeError: a string, bytes or a non-iterable (``registry must be an iterable of
-            KernelCapsule, got None (NoneType)``), or the first item that is not a ``cls``
+            KernelCapsule, got None (NoneType)``), a set or a mapping (``why`` their order
+            matters: :func:`unordered_refusal`), or the first item that is not a ``cls``
             (``registry[0] must be a KernelCapsule, got 1 (int)``).
     """
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise BackendTypeError(f"{what} must be an iterable of {cls.__name__}, got {describe(value)}")
+    unordered = unordered_refusal(value, what, f"an ordered iterable of {cls.__name__}", why)
+    if unordered is not None:
+        raise BackendTypeError(unordered)
     items = tuple(value)
     for index, item in enumerate(items):
         if not isinstance(item, cls):

@@ -30,6 +30,7 @@ from torchlean.backend.fields import (
     iterable_argument,
     parse_member,
     tuple_field,
+    unordered_refusal,
 )
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy
 from torchlean.backend.vocabulary import BackendOp
@@ -138,7 +139,8 @@ def requested_ops(ops: object) -> tuple[BackendOp, ...]:
     a common slip for ``plan_ops(["relu"])``, and iterating it would plan the letters.
 
     Raises:
-        BackendTypeError: a string, a single op or a non-iterable ``ops``; an entry of the wrong type.
+        BackendTypeError: a string, a single op, a set, a mapping (review168 F2) or a non-iterable
+            ``ops``; an entry of the wrong type.
         UnknownLabelError: an entry that is an unknown op label.
     """
     if isinstance(ops, BackendOp):
@@ -149,6 +151,9 @@ def requested_ops(ops: object) -> tuple[BackendOp, ...]:
         raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got the string {ops!r}; write [{ops!r}]")
     if not isinstance(ops, Iterable):
         raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got {describe(ops)}")
+    unordered = unordered_refusal(ops, "ops", _OPS_ACCEPTED, "a plan keeps the ops' order")
+    if unordered is not None:
+        raise BackendTypeError(unordered)
     return tuple(requested_op(op, f"ops[{index}]") for index, op in enumerate(ops))
 
 

@@ -54,8 +54,18 @@ class ProviderPreference:
     def __post_init__(self) -> None:
         enum_field(self, "kind", PreferenceKind)
         enum_field(self, "provider", Provider, optional=True)
-        if (self.provider is None) != (self.kind is PreferenceKind.AUTO):
-            raise BackendTypeError("a provider preference names a provider exactly when it is prefer or only")
+        # the value given and the accepted ones (review168 F3)
+        if self.provider is None and self.kind is not PreferenceKind.AUTO:
+            raise BackendTypeError(
+                f"ProviderPreference: {self.kind.label} needs a provider, got None (known providers: "
+                f"{' | '.join(Provider.labels())})"
+            )
+        if self.provider is not None and self.kind is PreferenceKind.AUTO:
+            label = self.provider.label
+            raise BackendTypeError(
+                f"ProviderPreference: auto names no provider, got {label} (write "
+                f"ProviderPreference.prefer({label!r}) or .only({label!r}) to ask for it)"
+            )
 
     @classmethod
     def auto(cls) -> ProviderPreference:

@@ -40,6 +40,7 @@ from torchlean.backend.fields import (
     name_field,
     parse_member,
     tuple_field,
+    unordered_refusal,
 )
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, check_graph, checked_plan_graph
 from torchlean.backend.planner import (
@@ -142,8 +143,9 @@ class BackendProfile:
         new modules must name a callable (DESIGN.md §1.3): the guard's module is imported here.
 
         Raises:
-            BackendTypeError: ``modules`` is a single module, a string or not iterable, or an entry
-                is not a :class:`CapsuleModule` (a module's own entries are checked when it is built).
+            BackendTypeError: ``modules`` is a single module, a string, a set or a mapping (their
+                order decides selection: review168 F1) or not iterable, or an entry is not a
+                :class:`CapsuleModule` (a module's own entries are checked when it is built).
             RegistryError: a runtime guard name that does not resolve to a callable
                 (:func:`torchlean.backend.registry.check_guards`); a capsule named like a shipped
                 one of another op, provider or device (:func:`torchlean.backend.registry.check_names`).
@@ -156,6 +158,10 @@ class BackendProfile:
             )
         if isinstance(modules, str) or not isinstance(modules, Iterable):
             raise BackendTypeError(f"with_capsule_modules expects {accepted}, got {describe(modules)}")
+        unordered = unordered_refusal(modules, "with_capsule_modules: modules", "an ordered iterable of "
+                                      "CapsuleModule", "their order decides which capsule is selected")
+        if unordered is not None:
+            raise BackendTypeError(unordered)
         new = tuple(modules)
         for index, module in enumerate(new):
             if not isinstance(module, CapsuleModule):

@@ -181,8 +181,9 @@ def selection_line(name: str, capsule_names: Sequence[str], errors: Sequence[str
         BackendTypeError: ``capsule_names`` or ``errors`` not an iterable of strings (a string
             itself included: review126 F6).
     """
-    names = iterable_argument(capsule_names, str, "report.selection_line: capsule_names")
-    errors = iterable_argument(errors, str, "report.selection_line: errors")
+    listed = "the line lists them in order"
+    names = iterable_argument(capsule_names, str, "report.selection_line: capsule_names", listed)
+    errors = iterable_argument(errors, str, "report.selection_line: errors", listed)
     parts = [f"[{', '.join(names)}]"] if names or not errors else []
     return f"{name}: {'; '.join([*parts, *errors])}"
 
