@@ -362,11 +362,15 @@ def __getattr__(name: str) -> _Any:
 
 def __dir__() -> list[str]:
     """The public names (``__all__``, loaded or not), the public submodules (``batches``, ``cli``,
-    ...; loaded or not, so tab completion and "Did you mean" see them) and the module's dunder
+    ...; loaded or not, so tab completion and "Did you mean" see them; not ``mypy_plugin``, which
+    needs mypy) and the module's dunder
     attributes (``__version__`` too, read on first use)."""
     import pkgutil
 
+    # not mypy_plugin, which mypy loads: looking it up imports mypy, a development tool, and
+    # help(torchlean) and inspect.getmembers look up every listed name (review167 F1)
     submodules = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    submodules.discard("mypy_plugin")
     dunders = {name for name in globals() if name.startswith("__")}
     return sorted(set(__all__) | submodules | {"__version__"} | dunders)
 

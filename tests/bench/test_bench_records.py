@@ -166,6 +166,11 @@ def test_run_summary_says_when_torchlean_came_from_elsewhere(
 ) -> None:
     """review127 F6: the record said ``measured_here: false``, the summary did not."""
     run = bench_script("run")
+    # measured here: as a checkout's own torchlean (the tests may run against an installed one:
+    # review167 F2)
+    monkeypatch.setattr(run._record, "commit", lambda: {"id": "abc", "dirty": False,
+                                                         "torchlean": str(BENCH.parent / "torchlean"),
+                                                         "measured_here": True})
     here = run.summary(tmp_path, [], "python bench/run.py", 1)
     assert "not this checkout" not in here
     monkeypatch.setattr(run._record, "commit", lambda: {"id": "abc", "dirty": False,

@@ -822,8 +822,8 @@ def test_the_package_namespace_is_its_public_names() -> None:
     names = dir(tl)
     assert set(tl.__all__) <= set(names)
     others = [n for n in names if not n.startswith("__") and n not in tl.__all__]
-    # the submodules outside __all__
-    assert others == ["batches", "cli", "lr_schedules", "mypy_plugin", "provenance"]
+    # the submodules outside __all__ (not mypy_plugin, which needs mypy: review167 F1)
+    assert others == ["batches", "cli", "lr_schedules", "provenance"]
     for stray in ("sys", "importlib", "types", "Any", "TYPE_CHECKING", "annotations"):
         assert not hasattr(tl, stray), stray
     assert callable(tl.tensor) and tl.nn.__name__ == "torchlean.nn"

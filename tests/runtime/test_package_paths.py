@@ -140,6 +140,22 @@ def test_dir_lists_every_public_submodule_loaded_or_not() -> None:
     assert "Did you mean: 'batches'?" in misspelt.stderr
 
 
+def test_help_and_getmembers_work_without_mypy() -> None:
+    """review167 F1: dir(torchlean) listed mypy_plugin, whose lookup imports mypy (a development
+    tool): help(torchlean) printed only "No module named 'mypy'" and inspect.getmembers raised.
+    mypy is hidden here as in an install without it (None in sys.modules makes its import fail)."""
+    code = (
+        "import sys\nsys.modules['mypy'] = None\n"
+        "import inspect, pydoc, torchlean\n"
+        "text = pydoc.render_doc(torchlean, renderer=pydoc.plaintext)\n"
+        "names = [name for name, _ in inspect.getmembers(torchlean)]\n"
+        "print('trainer' in names, 'mypy_plugin' in names, 'PACKAGE CONTENTS' in text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "True False True"
+
+
 def test_import_torchlean_stays_light_and_dir_lists_the_submodules() -> None:
     result = _resolve_in_fresh_interpreter([])
     assert result == {"loaded": ["torchlean"], "numpy": False, "failures": []}
