@@ -85,3 +85,23 @@ def test_a_perfectly_fitted_sample_has_loss_plus_zero(profile: str, dtype: type)
         assert probs == 0.0 and np.copysign(1.0, probs) == 1.0
     torch_loss = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.tensor([0])).item()
     assert np.copysign(1.0, torch_loss) == 1.0  # torch's sign, which torchlean's now is
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_confident_class_keeps_its_cross_entropy_gradient(dtype: type) -> None:
+    """review166 F2: the reference's log_softmax VJP, ``g - exp(out) * sum(g)``, gave 0 at a class
+    of probability near 1 (float32 logits 20 apart), as torch's backward does; it now takes
+    ``1 - p`` as the sum of the other probabilities there. Oracle: mpmath, -sigmoid(-margin) and
+    sigmoid(-margin) for two classes (the mean over one sample)."""
+    for margin in (0.5, 8.0, 20.0, 40.0, 80.0):
+        with tl.session(profile="checked_cpu"):
+            z = tl.tensor(np.array([[margin, 0.0]], dtype), requires_grad=True)
+            tl.cross_entropy(z, np.array([0])).backward()
+            assert z.grad is not None
+            got = z.grad.numpy()[0]
+        other = float(1 / (1 + mpmath.exp(mpmath.mpf(margin))))
+        # the other class's probability is exp of its rounded log-probability, about -margin:
+        # relative error up to margin ulp from that rounding alone
+        bound = _TOLERANCE[dtype] * (1 + margin)
+        for value, exact in ((got[0], -other), (got[1], other)):
+            assert abs(float(value) - exact) <= bound * abs(exact), (margin, got, exact)

@@ -476,11 +476,20 @@ def log_softmax(x: Array, *, axis: int = -1) -> Array:
 
 @ieee
 def log_softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
-    """VJP of :func:`log_softmax`: ``g - exp(out) * sum(g)`` (left-fold row sum)."""
+    """VJP of :func:`log_softmax`: ``g - exp(out) * sum(g)`` (left-fold row sums). At the one
+    entry of a row whose probability ``exp(out)`` exceeds 1/2, if any, it is evaluated as
+    ``(g - sum(g)) + rest * sum(g)``, ``rest`` the left-fold sum of the row's other
+    probabilities (``1 - exp(out)`` there, without its cancellation): a confident class's ``out``
+    rounds to 0 and ``exp(out)`` to 1, so the first form gave 0 for float32 logits 20 apart where
+    the gradient is -2.06e-9, as torch's backward does (review166 F2)."""
     ax = guards.check_log_softmax(x, axis=axis)
     _check_vjp("log_softmax", g, out, x.shape, x.dtype)
-    rows_g = _as_rows(g)
-    grad = rows_g - np.exp(_as_rows(out)) * fold_sum(rows_g, ax, keepdims=True)
+    rows_g, rows_out = _as_rows(g), _as_rows(out)
+    total = fold_sum(rows_g, ax, keepdims=True)
+    probabilities = np.exp(rows_out)
+    likely = rows_out > x.dtype.type(-math.log(2.0))  # at most one entry a row (their sum is 1)
+    rest = fold_sum(np.where(likely, x.dtype.type(0), probabilities), ax, keepdims=True)
+    grad = np.where(likely, (rows_g - total) + rest * total, rows_g - probabilities * total)
     return (_arr(grad).reshape(x.shape),)
 
 
