@@ -16,6 +16,7 @@ import numpy.typing as npt
 from torchlean import functional as F
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.vocabulary import BackendOp
+from torchlean.nn.ops import broadcast_operands
 from torchlean.tensor import Tensor
 
 __all__ = ["RUNNING_STATISTICS_OPS", "EagerOps"]
@@ -69,10 +70,10 @@ class EagerOps:
         return F.linear(x, weight, bias)
 
     def add(self, a: Tensor, b: Tensor) -> Tensor:
-        return F.add(a, b)
+        return F.add(*broadcast_operands(self, a, b))
 
     def mul(self, a: Tensor, b: Tensor) -> Tensor:
-        return F.mul(a, b)
+        return F.mul(*broadcast_operands(self, a, b))
 
     def scale(self, x: Tensor, factor: float) -> Tensor:
         return F.scale(x, factor)

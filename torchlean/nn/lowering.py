@@ -72,6 +72,7 @@ from torchlean.nn.layers import (
     ShapeError,
 )
 from torchlean.nn.model import Model
+from torchlean.nn.ops import broadcast_operands
 
 __all__ = [
     "DropoutMask",
@@ -309,10 +310,12 @@ class GraphOps:
         return self.reshape(h, (self.shape(h)[-1],)) if vector else self._ref(h)
 
     def add(self, a: Ref, b: Ref) -> int:
-        return self.builder.add(self._ref(a), self._ref(b))
+        first, second = broadcast_operands(self, a, b)
+        return self.builder.add(self._ref(first), self._ref(second))
 
     def mul(self, a: Ref, b: Ref) -> int:
-        return self.builder.mul_elem(self._ref(a), self._ref(b))
+        first, second = broadcast_operands(self, a, b)
+        return self.builder.mul_elem(self._ref(first), self._ref(second))
 
     def scale(self, x: Ref, factor: float) -> int:
         return self.builder.scale(self._ref(x), factor)

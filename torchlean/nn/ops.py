@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Ops", "T"]
+__all__ = ["Ops", "T", "broadcast_operands"]
 
 T = TypeVar("T")
 
@@ -50,9 +50,13 @@ class Ops(Protocol[T]):
         >= 1, ``weight (out, in)`` and ``bias (out,)`` (or no bias); the typed graph fuses it into one
         ``linear`` node when both are model parameters."""
 
-    def add(self, a: T, b: T) -> T: ...
+    def add(self, a: T, b: T) -> T:
+        """``a + b``; operands of two shapes that broadcast (numpy's rules) are first broadcast to
+        their common shape with :meth:`broadcast_to` (:func:`broadcast_operands`), in both
+        interpretations alike."""
 
-    def mul(self, a: T, b: T) -> T: ...
+    def mul(self, a: T, b: T) -> T:
+        """``a * b`` elementwise, broadcast as :meth:`add`."""
 
     def scale(self, x: T, factor: float) -> T: ...
 
@@ -126,3 +130,22 @@ class Ops(Protocol[T]):
 
     def attention(self, q: T, k: T, v: T, mask: npt.NDArray[np.bool_] | None) -> T:
         """Scaled dot-product attention with a static boolean mask (True = may attend)."""
+
+
+def broadcast_operands(ops: Ops[T], a: T, b: T) -> tuple[T, T]:
+    """``a`` and ``b`` broadcast to their common shape (numpy's rules) by ``ops.broadcast_to``,
+    each only where its shape differs from it, so that eager and graph recording issue the same
+    ``broadcast`` ops before an ``add`` or ``mul`` (review170 F1: eager's ``add`` broadcast by
+    itself, the typed graph's refused ``(B, 3) + (3,)`` with an IR shape mismatch). Operands whose
+    shapes do not broadcast are returned as they are: the op itself refuses them."""
+    first, second = ops.shape(a), ops.shape(b)
+    if first == second:
+        return a, b
+    try:
+        common = np.broadcast_shapes(first, second)
+    except ValueError:
+        return a, b
+    return (
+        a if first == common else ops.broadcast_to(a, common),
+        b if second == common else ops.broadcast_to(b, common),
+    )
