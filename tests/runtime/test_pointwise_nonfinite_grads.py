@@ -8,7 +8,10 @@ close finite values. The review found two rules that differed: ``relu`` (torch's
 ``checked_cpu`` and ``fast_cpu`` are checked on the review's reproduction too.
 
 Oracle: torch autograd of the torch op each kernel mirrors, run on the same inputs; the forward
-result handed to the VJP is torch's own, so only the VJP rule is compared. For ``clamp`` it is the
+result handed to the VJP is torch's own, so only the VJP rule is compared. For sigmoid and tanh,
+whose VJPs are evaluated from x (review166 F1), it is ``g`` times the slope in torch kernels
+(:data:`SLOPES`): torch's backward cancels to 0 at a saturated x, giving NaN for an infinite ``g``
+where the slope is positive and the gradient infinite. For ``clamp`` it is the
 autograd of ``clamp_oracle.clamp_inclusive`` (torch.clamp's rule up to torch 2.13, checked below;
 torch 2.14 gives 0 at a bound).
 """
@@ -90,9 +93,24 @@ def test_unary_vjp_matches_torch_at_special_values(label: str, provider: str, dt
     out = fn(leaf)
     out.backward(torch.tensor(g))
     assert leaf.grad is not None
+    expected = leaf.grad.numpy()
+    if label in SLOPES:  # not torch's backward, which cancels where the output rounds to ±1
+        expected = (torch.tensor(g) * SLOPES[label](torch.tensor(x))).numpy()
     (mine,) = getattr(PROVIDERS[provider], f"{label}_vjp")(g, x, out=out.detach().numpy(), **params)
     assert mine is not None and mine.dtype == dtype
-    assert_same_pattern(mine, leaf.grad.numpy(), _rtol(dtype), f"{provider}.{label}_vjp")
+    assert_same_pattern(mine, expected, _rtol(dtype), f"{provider}.{label}_vjp")
+
+
+SLOPES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "sigmoid": lambda t: torch.sigmoid(t) * torch.sigmoid(-t),
+    "tanh": lambda t: 1 / torch.cosh(t) ** 2,
+}
+"""The sigmoid and tanh oracles (review166 F1): torch's ``sigmoid_backward`` and ``tanh_backward``
+evaluate ``g * out * (1 - out)`` and ``g * (1 - out**2)``, which cancel to 0 where the output rounds
+to ±1, so an infinite cotangent there gives NaN; the slope itself, ``sigmoid(x) * sigmoid(-x)``
+and ``1 / cosh(x)**2`` in torch kernels of the dtype (another formula than the providers'
+``exp(-|x|)`` forms), is positive there, and ``inf`` times it is ``inf``. At ±inf inputs the slope
+is 0 and ``inf * 0`` NaN, as torch's."""
 
 
 def test_clamp_oracle_is_torchs_rule_by_version() -> None:

@@ -24,7 +24,9 @@ keeps the subnormal value: review166), and the sign of a zero result may differ 
 ``relu(-0.0)`` is ``-0.0``, its ``maximum`` picks either zero of a ``±0`` tie) — the differential
 suites bound these differences. NaN propagates exactly where the reference propagates it, in
 values and in gradients, which follow torch autograd's rules (at a NaN input ``abs``' gradient
-is ``g * sign(NaN) = g * 0`` and ``relu``'s is ``g``).
+is ``g * sign(NaN) = g * 0`` and ``relu``'s is ``g``), except sigmoid's and tanh's, evaluated from
+``x`` as the reference's: where the output rounds to ±1 torch's backward cancels to 0 (an
+infinite ``g`` there gives NaN), theirs keep the slope (``inf``; review166 F1).
 """
 
 from __future__ import annotations
