@@ -9,7 +9,6 @@ F4).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -21,7 +20,13 @@ from pathlib import Path
 from typing import IO
 
 __all__ = [
-    "check_name_fits", "check_renamable_over", "check_replaceable", "replace_file", "umask", "writes_in_place"
+    "check_name_fits",
+    "check_renamable_over",
+    "check_replaceable",
+    "check_temporary_path_fits",
+    "replace_file",
+    "umask",
+    "writes_in_place",
 ]
 
 _STREAMS = ("dev", "proc")
@@ -70,9 +75,11 @@ def _target(path: Path) -> Path | None:
 _NAME_BYTES = 255
 """The longest file name (in bytes) of the usual file systems (ext4, XFS, btrfs, tmpfs), taken
 where the folder's own limit (``PC_NAME_MAX``) cannot be read."""
+_TEMPORARY_BYTES = 14
+"""What the temporary file's name adds to the part of the target's it keeps: ``.`` + ``.`` + 8
+random characters + ``.tmp``."""
 _ADDED_BYTES = 16
-"""What the temporary file's name adds to the part of the target's it keeps, rounded up: ``.`` +
-``.`` + 8 random characters + ``.tmp`` (14 bytes)."""
+""":data:`_TEMPORARY_BYTES` rounded up, kept free of the folder's name limit."""
 
 
 def _name_max(folder: Path) -> int:
@@ -101,34 +108,85 @@ _UNREPLACEABLE_FLAGS = 0x10 | 0x20
 file fails with ``EPERM``."""
 
 
+_CAP_FOWNER = 3
+"""Linux's capability to act on files as their owner would (``linux/capability.h``), which lets a
+process replace another user's file in a sticky folder."""
+
+
+def _acts_as_owner() -> bool:
+    """Whether the kernel lets this process replace another user's file in a sticky folder: on
+    Linux, ``CAP_FOWNER`` in its effective capabilities (``CapEff`` of ``/proc/self/status``: root
+    may lack it, under ``setpriv --bounding-set`` or ``docker run --cap-drop FOWNER``, and another
+    user may hold it; review169 F2); elsewhere, or where that cannot be read, an effective uid 0."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_FOWNER & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.geteuid() == 0
+
+
+def _attribute_flags(target: Path) -> int:
+    """``target``'s attribute flags (Linux's ``FS_IOC_GETFLAGS``, what ``lsattr`` shows), read
+    through a descriptor opened for reading, else for appending (a file the caller may write but
+    not read: review169 F3); 0 elsewhere, or where the file system keeps none or it cannot be
+    opened."""
+    if sys.platform != "linux":
+        return 0
+    import fcntl  # POSIX only; imported here so that this module imports everywhere
+
+    for mode in (os.O_RDONLY, os.O_WRONLY | os.O_APPEND):
+        try:
+            descriptor = os.open(target, mode | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            continue
+        try:
+            return int(struct.unpack("i", fcntl.ioctl(descriptor, _FS_IOC_GETFLAGS, bytes(8))[:4])[0])
+        except OSError:
+            return 0
+        finally:
+            os.close(descriptor)
+    return 0
+
+
 def check_renamable_over(target: Path) -> None:
     """Refuse an existing regular file that a rename cannot replace although its folder takes new
     files (review165 F3): one of another user in a folder with the sticky bit (as ``/tmp``) that is
-    not the caller's either (root excepted, as the kernel excepts ``CAP_FOWNER``), or, on Linux, one
-    marked append-only or immutable (``chattr +a``/``+i``; a file system that keeps no such flags,
-    or a file that cannot be opened for reading, is not refused here).
+    not the caller's either, unless the caller acts as the owner (:func:`_acts_as_owner`:
+    ``CAP_FOWNER``), or, on Linux, one marked append-only or immutable (``chattr +a``/``+i``; a
+    file system that keeps no such flags, or a file that cannot be opened, is not refused here).
 
     Raises:
         PermissionError: ``EPERM``, its message saying which of the two.
     """
     info, folder, user = target.stat(), target.parent.stat(), os.geteuid()
-    if folder.st_mode & stat.S_ISVTX and user not in (0, info.st_uid, folder.st_uid):
+    if folder.st_mode & stat.S_ISVTX and user not in (info.st_uid, folder.st_uid) and not _acts_as_owner():
         raise PermissionError(errno.EPERM, f"{os.strerror(errno.EPERM)} (another user's file in a folder "
                               "with the sticky bit: only its owner can replace it)", str(target))
-    if sys.platform != "linux":
-        return
-    import fcntl  # POSIX only; imported here so that this module imports everywhere
-
-    flags = 0
-    with contextlib.suppress(OSError):
-        descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-        try:
-            flags = struct.unpack("i", fcntl.ioctl(descriptor, _FS_IOC_GETFLAGS, bytes(8))[:4])[0]
-        finally:
-            os.close(descriptor)
-    if flags & _UNREPLACEABLE_FLAGS:
+    if _attribute_flags(target) & _UNREPLACEABLE_FLAGS:
         raise PermissionError(errno.EPERM, f"{os.strerror(errno.EPERM)} (the file is append-only or "
                               "immutable, chattr +a or +i: no new file can replace it)", str(target))
+
+
+def check_temporary_path_fits(target: Path, folder: Path) -> None:
+    """Refuse a ``target`` whose temporary file (:func:`_temporary`'s name beside it: 14 bytes more
+    than its own, unless the name is cut) has a path longer than the file system of the existing
+    ``folder`` (``target``'s or one above it) takes (``PC_PATH_MAX``, its terminating NUL counted;
+    review169 F4).
+
+    Raises:
+        OSError: ``ENAMETOOLONG`` (``File name too long``), as creating it would.
+    """
+    try:
+        limit = int(os.pathconf(folder, "PC_PATH_MAX"))
+    except (OSError, ValueError):
+        return
+    name = len(os.fsencode(target.name))
+    kept = min(name, max(_name_max(folder) - _ADDED_BYTES, 0))
+    if len(os.fsencode(os.path.abspath(target.parent))) + 1 + kept + _TEMPORARY_BYTES >= limit:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(target))
 
 
 def _temporary(target: Path) -> IO[bytes]:

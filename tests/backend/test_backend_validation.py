@@ -1061,3 +1061,12 @@ def test_plan_ops_refuses_a_set_or_a_mapping_of_ops(ops: object, message: str) -
     assert str(info.value).startswith(f"{OPS_EXPECTED}, {message}")
     keys = {"relu": 1, "exp": 2}.keys()  # a dict's keys view: insertion order, accepted
     assert CHECKED_CPU.plan_ops(keys).capsule_names == ("reference.relu", "reference.exp")
+
+
+def test_validate_modules_takes_a_set() -> None:
+    """review169 F6: it checks names and identities, whose order does not matter; a set was
+    refused with "their order decides which capsule is selected"."""
+    validate_modules(set(CHECKED_CPU.capsule_modules))
+    with pytest.raises(RegistryError, match="duplicate backend capsule identity"):
+        twin = CapsuleModule("lab_b", (dataclasses.replace(RELU, name="lab_a.relu"),))
+        validate_modules({_lab("lab_a"), twin})

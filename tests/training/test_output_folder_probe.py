@@ -264,6 +264,8 @@ def test_another_users_file_in_a_sticky_folder_is_refused_before_the_work(
     owner = existing.stat().st_uid
     check_writable(existing, "--save")  # the owner replaces it
     monkeypatch.setattr(os, "geteuid", lambda: owner + 4242)
+    check_writable(existing, "--save")  # another user acting as owner (CAP_FOWNER) replaces it too
+    monkeypatch.setattr(_atomic, "_acts_as_owner", lambda: False)  # review169 F2: root may lack it
     with pytest.raises(TorchLeanError, match=r"o\.npz: Operation not permitted \(another user's file in a "
                        "folder with the sticky bit"):
         check_writable(existing, "--save")
@@ -287,3 +289,79 @@ def test_an_append_only_file_is_refused_before_the_work(tmp_path: Path) -> None:
     finally:
         subprocess.run([chattr, "-a", str(existing)], check=True)
     check_writable(existing, "--save")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CapEff is Linux's")
+def test_acting_as_owner_is_the_fowner_capability_not_uid_0() -> None:
+    """review169 F2: root without CAP_FOWNER (setpriv --bounding-set, docker --cap-drop FOWNER)
+    cannot replace another user's file in a sticky folder, and another user holding it can; the
+    probe reads CapEff. Oracle: the capability sets setpriv gives a child."""
+    code = "from torchlean import _atomic; print(_atomic._acts_as_owner())"
+    env = {**os.environ, "PYTHONPATH": str(Path(_atomic.__file__).parents[1])}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    status = Path("/proc/self/status").read_text()
+    effective = int(next(line for line in status.splitlines() if line.startswith("CapEff:")).split()[1], 16)
+    assert plain.stdout.strip() == str(bool(effective >> 3 & 1))
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not effective >> 3 & 1:
+        pytest.skip("needs setpriv and a process holding CAP_FOWNER")
+    dropped = subprocess.run([setpriv, "--inh-caps=-fowner", "--bounding-set=-fowner", sys.executable, "-c",
+                              code], capture_output=True, text=True, env=env)
+    if dropped.returncode:
+        pytest.skip(f"setpriv cannot drop CAP_FOWNER here: {dropped.stderr.strip()}")
+    assert dropped.stdout.strip() == "False"
+
+
+def test_the_flags_of_a_write_only_append_only_file_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """review169 F3: the flags were read through a new read-only open, which a file of mode 0200
+    refuses to its (non-root) owner, so an append-only one passed; they are read through an append
+    open then. Here the read-only open is refused as it would be."""
+    existing = tmp_path / "wo.npz"
+    existing.write_bytes(b"old")
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+a", str(existing)], capture_output=True).returncode:
+        pytest.skip("chattr +a is not available here")
+    real_open = os.open
+
+    def open_(path: Any, flags: int, *args: Any) -> int:
+        if Path(path) == existing and flags & (os.O_WRONLY | os.O_RDWR) == 0:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", open_)
+    try:
+        with pytest.raises(TorchLeanError, match=r"wo\.npz: Operation not permitted \(the file is append-"):
+            check_writable(existing, "--save")
+    finally:
+        subprocess.run([chattr, "-a", str(existing)], check=True)
+
+
+def test_a_temporary_path_past_the_limit_under_missing_folders_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review169 F4: the path check took the target's length, not the temporary file's 14 bytes
+    longer one that the writer creates, so a target 1 to 14 bytes under the limit passed and the
+    save failed after the work. The limit is played by pathconf."""
+    target = tmp_path / "new" / "m.npz"
+    length = len(os.fsencode(target))
+    real_pathconf = os.pathconf
+
+    def pathconf(path: Any, name: str) -> int:
+        return length + 14 if name == "PC_PATH_MAX" else int(real_pathconf(path, name))
+
+    monkeypatch.setattr(os, "pathconf", pathconf)
+    with pytest.raises(TorchLeanError, match="File name too long"):
+        check_writable(target, "--save")
+    monkeypatch.setattr(os, "pathconf", lambda path, name: length + 15 if name == "PC_PATH_MAX"
+                        else int(real_pathconf(path, name)))
+    check_writable(target, "--save")  # its temporary file's path and NUL fit
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_symbolic_link_loop_is_refused_before_the_work(tmp_path: Path) -> None:
+    """review169 F5: a link loop reads as missing (os.path.exists is False), so the probe took it
+    for a folder to make; the save then failed with "File exists"."""
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(TorchLeanError, match=r"loop: Too many levels of symbolic links$"):
+        check_writable(tmp_path / "loop" / "m.npz", "--save")

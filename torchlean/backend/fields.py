@@ -220,7 +220,7 @@ def unordered_refusal(value: object, what: str, accepted: str, why: str) -> str 
 
 
 def iterable_argument(
-    value: object, cls: type[T], what: str, why: str = "their order decides which capsule is selected"
+    value: object, cls: type[T], what: str, why: str | None = "their order decides which capsule is selected"
 ) -> tuple[T, ...]:
     """``value`` (any iterable but a string or bytes, a generator included) as a tuple whose items
     are all ``cls`` instances (an API argument: a registry of capsules, a list of modules).
@@ -228,12 +228,14 @@ def iterable_argument(
     Raises:
         BackendTypeError: a string, bytes or a non-iterable (``registry must be an iterable of
             KernelCapsule, got None (NoneType)``), a set or a mapping (``why`` their order
-            matters: :func:`unordered_refusal`), or the first item that is not a ``cls``
-            (``registry[0] must be a KernelCapsule, got 1 (int)``).
+            matters: :func:`unordered_refusal`; ``why`` None: order does not matter), or the
+            first item that is not a ``cls`` (``registry[0] must be a KernelCapsule, got 1 (int)``).
     """
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise BackendTypeError(f"{what} must be an iterable of {cls.__name__}, got {describe(value)}")
-    unordered = unordered_refusal(value, what, f"an ordered iterable of {cls.__name__}", why)
+    unordered = None if why is None else unordered_refusal(
+        value, what, f"an ordered iterable of {cls.__name__}", why
+    )
     if unordered is not None:
         raise BackendTypeError(unordered)
     items = tuple(value)

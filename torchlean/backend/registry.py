@@ -108,7 +108,8 @@ def validate_modules(modules: Iterable[CapsuleModule]) -> None:
         RegistryError: ``duplicate backend capsule module `{name}` `` or
             ``duplicate backend capsule identity `{name}` ``.
     """
-    message = module_validation_error(iterable_argument(modules, CapsuleModule, "modules"))
+    # names and identities only: their order does not matter, a set is fine (review169 F6)
+    message = module_validation_error(iterable_argument(modules, CapsuleModule, "modules", None))
     if message is not None:
         raise RegistryError(message)
 

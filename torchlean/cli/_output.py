@@ -20,6 +20,7 @@ from torchlean._atomic import (
     check_name_fits,
     check_renamable_over,
     check_replaceable,
+    check_temporary_path_fits,
     replace_file,
     writes_in_place,
 )
@@ -222,6 +223,11 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
                     f"cannot write {what} {shown_path(path)}: {shown_path(folder)} is a file, not a directory"
                 )
             break
+        if os.path.islink(folder):  # a link loop (ELOOP): not a folder still to make (review169 F5)
+            raise TorchLeanError(
+                f"cannot write {what} {shown_path(path)}: {shown_path(folder)}: "
+                f"{os.strerror(errno.ELOOP)}"
+            )
     try:
         if folder != target.parent:  # missing folders: the writer makes them (make_parents)
             _check_new_folders(target, folder)
@@ -255,17 +261,17 @@ def _check_new_folders(target: Path, folder: Path) -> None:
     be made: ``folder`` takes a new folder (one of the probe's own, uniquely named, made and
     removed; the missing ones are never made here, as a probe that made and removed them removed
     them under another run that had just made them for its own save: review165 F2) and each name
-    fits the file system's limit.
+    fits the file system's limit, and so does the path of the temporary file the writer creates
+    beside ``target`` (review169 F4).
 
     Raises:
         OSError: ``folder`` takes no new folder (permissions, a read-only file system), or a name
-            or the whole path is too long (``ENAMETOOLONG``).
+            or the temporary file's whole path is too long (``ENAMETOOLONG``).
     """
     os.rmdir(tempfile.mkdtemp(prefix=".torchlean-", suffix=".tmp", dir=folder))
     for part in target.relative_to(folder).parts:
         check_name_fits(folder / part, folder)
-    if len(os.fsencode(target)) >= os.pathconf(folder, "PC_PATH_MAX"):  # its terminating NUL counts
-        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(target))
+    check_temporary_path_fits(target, folder)
 
 
 def make_parents(path: Path, what: str) -> None:
