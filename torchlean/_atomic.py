@@ -113,19 +113,33 @@ _CAP_FOWNER = 3
 process replace another user's file in a sticky folder."""
 
 
-def _acts_as_owner() -> bool:
-    """Whether the kernel lets this process replace another user's file in a sticky folder: on
-    Linux, ``CAP_FOWNER`` in its effective capabilities (``CapEff`` of ``/proc/self/status``: root
-    may lack it, under ``setpriv --bounding-set`` or ``docker run --cap-drop FOWNER``, and another
-    user may hold it; review169 F2); elsewhere, or where that cannot be read, an effective uid 0."""
+def _acts_as_owner(info: os.stat_result) -> bool:
+    """Whether the kernel lets this process replace the file ``info`` describes, another user's,
+    in a sticky folder: on Linux, ``CAP_FOWNER`` in its effective capabilities (``CapEff`` of
+    ``/proc/self/status``: root may lack it, under ``setpriv --bounding-set`` or ``docker run
+    --cap-drop FOWNER``, and another user may hold it; review169 F2) with the file's owner and
+    group mapped in its user namespace (``/proc/self/uid_map``, ``gid_map``: in a rootless
+    container the capability does not reach files of unmapped owners; review171 F3); elsewhere,
+    or where that cannot be read, an effective uid 0."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> _CAP_FOWNER & 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return os.geteuid() == 0
+            effective = next(line for line in status if line.startswith("CapEff:"))
+        capable = bool(int(effective.split()[1], 16) >> _CAP_FOWNER & 1)
+        return capable and _mapped(info.st_uid, "uid_map") and _mapped(info.st_gid, "gid_map")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return os.geteuid() == 0
+
+
+def _mapped(seen: int, table: str) -> bool:
+    """Whether the id ``seen`` (as ``stat`` shows it in this user namespace, where an unmapped
+    owner shows as the overflow id) falls in a range of ``/proc/self/<table>`` (lines ``inside
+    outside count``); True where the table cannot be read."""
+    try:
+        with open(f"/proc/self/{table}", encoding="ascii") as ranges:
+            rows = [tuple(int(field) for field in line.split()) for line in ranges if line.strip()]
+    except (OSError, ValueError):
+        return True
+    return any(len(row) == 3 and row[0] <= seen < row[0] + row[2] for row in rows)
 
 
 def _attribute_flags(target: Path) -> int:
@@ -162,7 +176,8 @@ def check_renamable_over(target: Path) -> None:
         PermissionError: ``EPERM``, its message saying which of the two.
     """
     info, folder, user = target.stat(), target.parent.stat(), os.geteuid()
-    if folder.st_mode & stat.S_ISVTX and user not in (info.st_uid, folder.st_uid) and not _acts_as_owner():
+    others = user not in (info.st_uid, folder.st_uid)
+    if folder.st_mode & stat.S_ISVTX and others and not _acts_as_owner(info):
         raise PermissionError(errno.EPERM, f"{os.strerror(errno.EPERM)} (another user's file in a folder "
                               "with the sticky bit: only its owner can replace it)", str(target))
     if _attribute_flags(target) & _UNREPLACEABLE_FLAGS:

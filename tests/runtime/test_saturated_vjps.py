@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import torchlean as tl
+from torchlean.backend.providers.reference import kernels as reference
 
 mpmath.mp.dps = 50
 
@@ -105,3 +106,22 @@ def test_a_confident_class_keeps_its_cross_entropy_gradient(dtype: type) -> None
         bound = _TOLERANCE[dtype] * (1 + margin)
         for value, exact in ((got[0], -other), (got[1], other)):
             assert abs(float(value) - exact) <= bound * abs(exact), (margin, got, exact)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_whose_cotangent_sum_is_not_finite_keeps_torchs_infinities(dtype: type) -> None:
+    """review171 F2: the confident-class form ``(g - sum g) + rest * sum g`` turned a row whose
+    cotangent sum overflows (float32 ``3e38 + 3e38``) or is infinite into ``inf - inf``: NaN where
+    torch's backward, and the old form, give -inf. Such rows keep the first form. Oracle: torch's
+    autograd of log_softmax in the dtype."""
+    big = float(np.finfo(dtype).max) * 0.9
+    x = np.array([[5.0, 0.0], [5.0, 0.0], [0.0, 5.0], [1.0, 0.0]], dtype)
+    g = np.array([[big, big], [np.inf, 1.0], [1.0, -np.inf], [np.inf, -np.inf]], dtype)
+    out = reference.log_softmax(x, axis=-1)
+    (mine,) = reference.log_softmax_vjp(g, x, out=out, axis=-1)
+    leaf = torch.tensor(x, requires_grad=True)
+    torch.log_softmax(leaf, -1).backward(torch.tensor(g))
+    assert leaf.grad is not None
+    want = leaf.grad.numpy()
+    assert np.array_equal(np.isnan(mine), np.isnan(want)), (mine, want)
+    assert np.array_equal(mine[np.isinf(want)], want[np.isinf(want)]), (mine, want)

@@ -264,8 +264,9 @@ def test_another_users_file_in_a_sticky_folder_is_refused_before_the_work(
     owner = existing.stat().st_uid
     check_writable(existing, "--save")  # the owner replaces it
     monkeypatch.setattr(os, "geteuid", lambda: owner + 4242)
+    monkeypatch.setattr(_atomic, "_acts_as_owner", lambda _info: True)  # the tests' own user may lack it
     check_writable(existing, "--save")  # another user acting as owner (CAP_FOWNER) replaces it too
-    monkeypatch.setattr(_atomic, "_acts_as_owner", lambda: False)  # review169 F2: root may lack it
+    monkeypatch.setattr(_atomic, "_acts_as_owner", lambda _info: False)  # review169 F2: root may lack it
     with pytest.raises(TorchLeanError, match=r"o\.npz: Operation not permitted \(another user's file in a "
                        "folder with the sticky bit"):
         check_writable(existing, "--save")
@@ -296,7 +297,7 @@ def test_acting_as_owner_is_the_fowner_capability_not_uid_0() -> None:
     """review169 F2: root without CAP_FOWNER (setpriv --bounding-set, docker --cap-drop FOWNER)
     cannot replace another user's file in a sticky folder, and another user holding it can; the
     probe reads CapEff. Oracle: the capability sets setpriv gives a child."""
-    code = "from torchlean import _atomic; print(_atomic._acts_as_owner())"
+    code = "import os; from torchlean import _atomic; print(_atomic._acts_as_owner(os.stat('/')))"
     env = {**os.environ, "PYTHONPATH": str(Path(_atomic.__file__).parents[1])}
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     status = Path("/proc/self/status").read_text()
@@ -365,3 +366,24 @@ def test_a_symbolic_link_loop_is_refused_before_the_work(tmp_path: Path) -> None
     (tmp_path / "loop").symlink_to("loop")
     with pytest.raises(TorchLeanError, match=r"loop: Too many levels of symbolic links$"):
         check_writable(tmp_path / "loop" / "m.npz", "--save")
+
+
+def test_an_unmapped_owner_is_not_acted_for_in_a_user_namespace(tmp_path: Path) -> None:
+    """review171 F3: in a user namespace (rootless containers, ``unshare -U -r``) CapEff is full,
+    but the kernel lets CAP_FOWNER act only on files whose owner and group are mapped there; a file
+    of an unmapped owner passed the probe and the save failed after training."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs unshare and root, to own a file by nobody")
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    theirs.write_bytes(b"")
+    ours.write_bytes(b"")
+    os.chown(theirs, 65534, 65534)
+    code = ("import os, sys; from torchlean import _atomic; "
+            "print(*(_atomic._acts_as_owner(os.stat(p)) for p in sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(_atomic.__file__).parents[1])}
+    done = subprocess.run([unshare, "-U", "-r", sys.executable, "-c", code, str(theirs), str(ours)],
+                          capture_output=True, text=True, env=env)
+    if done.returncode:
+        pytest.skip(f"no user namespace here: {done.stderr.strip()}")
+    assert done.stdout.split() == ["False", "True"]  # root's own file is mapped (as 0) there

@@ -86,3 +86,30 @@ def test_the_broadcast_parameters_gradients_match_finite_differences() -> None:
             numeric = (loss(up) - loss(down)) / (2 * step)
             moved = before[names[key]][index] - after[names[key]][index]
             assert abs(moved - numeric) <= 1e-7 * max(1.0, abs(numeric)), (key, index, moved, numeric)
+
+
+@dataclass(frozen=True)
+class PlusOne(Layer):
+    """``x W^T + 1.0``: a Python number, which eager's functional ``add`` takes (the typed graph
+    has no node for it)."""
+
+    kind = "plus_one"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (WIDTH,)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.mul(ops.add(ops.linear(x, params[0], None), 1.0), 2.0)
+
+
+def test_a_number_operand_still_trains_eagerly() -> None:
+    """review171 F4: broadcasting the operands asked a Python number for its shape (a bare
+    AttributeError); eager leaves numbers and arrays to functional add and mul, as before."""
+    trainer = Trainer(PlusOne(), input_shape=(WIDTH,), seed=3,
+                      config=RunConfig(optim.sgd(0.1), execution="eager", dtype="float64"))
+    x = np.ones((2, WIDTH))
+    w = trainer.model.state()["w"].copy()
+    assert np.allclose(trainer.predict(x), (x @ w.T + 1.0) * 2.0, rtol=1e-15, atol=0)

@@ -70,10 +70,16 @@ class EagerOps:
         return F.linear(x, weight, bias)
 
     def add(self, a: Tensor, b: Tensor) -> Tensor:
-        return F.add(*broadcast_operands(self, a, b))
+        return F.add(*self._broadcast(a, b))
 
     def mul(self, a: Tensor, b: Tensor) -> Tensor:
-        return F.mul(*broadcast_operands(self, a, b))
+        return F.mul(*self._broadcast(a, b))
+
+    def _broadcast(self, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+        """Two Tensors broadcast as the graph recording does (:func:`broadcast_operands`); a number
+        or an array, which only eager's functional ops take, left to them (review171 F4)."""
+        both = isinstance(a, Tensor) and isinstance(b, Tensor)
+        return broadcast_operands(self, a, b) if both else (a, b)
 
     def scale(self, x: Tensor, factor: float) -> Tensor:
         return F.scale(x, factor)

@@ -487,7 +487,9 @@ def log_softmax_vjp(g: Array, x: Array, *, out: Array, axis: int = -1) -> Grads:
     rows_g, rows_out = _as_rows(g), _as_rows(out)
     total = fold_sum(rows_g, ax, keepdims=True)
     probabilities = np.exp(rows_out)
-    likely = rows_out > x.dtype.type(-math.log(2.0))  # at most one entry a row (their sum is 1)
+    # at most one entry a row (the probabilities sum to 1); a row whose cotangent sum is not finite
+    # keeps the first form, whose inf - inf the second would turn into NaN (review171 F2)
+    likely = (rows_out > x.dtype.type(-math.log(2.0))) & np.isfinite(total)
     rest = fold_sum(np.where(likely, x.dtype.type(0), probabilities), ax, keepdims=True)
     grad = np.where(likely, (rows_g - total) + rest * total, rows_g - probabilities * total)
     return (_arr(grad).reshape(x.shape),)
