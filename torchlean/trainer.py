@@ -804,7 +804,8 @@ class Trainer(Generic[In, Out]):
             it rounds to 0: :func:`~torchlean.nn.model.build`).
         TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`,
             ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``), or
-            ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE.
+            ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE, or
+            cross-entropy for a model whose output shape is ``()``.
         TrainerLabelError: an unknown objective label.
         OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
             parameter (the message lists the model's names), only buffers, or one another group
@@ -835,6 +836,12 @@ class Trainer(Generic[In, Out]):
         self._seed = int(seed)
         self._model: Model = build(layer, input_shape=input_shape, seed=self.seed,
                                    dtype=self.config.numpy_dtype())
+        if self._objective is Objective.CROSS_ENTROPY and not self._model.output_shape:
+            raise TrainerError(  # review173 F8: a raw ValueError at the first step
+                f"objective cross-entropy needs class logits on the output's last axis, and "
+                f"{type(layer).__name__}'s output shape is () (one number per sample): use objective "
+                "'mse', or give the layer an output of shape (..., classes)"
+            )
         self._session: Session | None = None
         self._random_counter = 0  # the session's, until it opens (random_counter)
         self._unstored_from: int | None = None  # the counter before a step whose update is not stored
@@ -1356,9 +1363,8 @@ class Trainer(Generic[In, Out]):
     ) -> tuple[Tensor, dict[int, Array]]:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
         next values of the buffers the forward program changed, by parameter index."""
-        target = _loss_operand(
-            self.objective, yb, self.model.output_shape[-1], self.model.dtype, self.label_smoothing
-        )
+        classes = self.model.output_shape[-1] if self.model.output_shape else 1  # () : one number (MSE)
+        target = _loss_operand(self.objective, yb, classes, self.model.dtype, self.label_smoothing)
         if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)
             if step.masks or step.updates or step.indices:
@@ -1889,7 +1895,7 @@ class Trainer(Generic[In, Out]):
                     out = step.program.run(feeds, params, step.output)
                 else:
                     x_t = Tensor(xb, device=self.config.device.label)
-                    out = self.model.layer.forward(EagerOps(), params, x_t, training=False)
+                    out = self.model.layer.forward(EagerOps(training=False), params, x_t, training=False)
                     self._check_output(out.shape, xb.shape[0])  # a tuple comparison
                 yield out.numpy()
 

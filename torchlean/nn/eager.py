@@ -42,8 +42,10 @@ class EagerOps:
     optimizer step).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, training: bool = True) -> None:
         self.buffer_updates: list[tuple[Tensor, Tensor]] = []
+        self.training = training
+        """The program runs a training forward: ``dropout`` drops (the identity otherwise)."""
 
     def shape(self, x: Tensor) -> tuple[int, ...]:
         return tuple(x.shape)
@@ -149,7 +151,7 @@ class EagerOps:
         return F.avg_pool(x, kernel_size, stride=stride, padding=padding)
 
     def dropout(self, x: Tensor, p: float) -> Tensor:
-        return F.dropout(x, p, training=True)
+        return F.dropout(x, p, training=self.training)
 
     def batch_norm(
         self,

@@ -136,6 +136,22 @@ def _checked_real(value: object, what: str) -> float:
         raise ShapeError(message) from None
 
 
+def _param_shape(value: object, name: str) -> Shape:
+    """A parameter's shape as a tuple of ints >= 0 (``()`` for a scalar): a tuple or list, or a
+    1-d integer numpy array, as shapes elsewhere."""
+    items: Sequence[object] | None = None
+    if isinstance(value, (tuple, list)):
+        items = value
+    elif isinstance(value, np.ndarray) and value.ndim == 1:
+        items = list(value)
+    if items is None or not all(is_int(d) and int(d) >= 0 for d in items):
+        raise ShapeError(
+            f"parameter {name}: shape must be a tuple or list of ints >= 0 (() for a scalar), got "
+            f"{_checks.shown(value)}"
+        )
+    return tuple(int(d) for d in items)  # type: ignore[call-overload]
+
+
 def _set(record: Any, name: str, value: object) -> None:
     """Store a normalised field value on a frozen record (from its ``__post_init__``)."""
     object.__setattr__(record, name, value)
@@ -170,11 +186,23 @@ class ParamSpec:
     zero_row: int | None = None
 
     def __post_init__(self) -> None:
+        # name, shape and bound checked and normalised (review173 F7: a list shape trained, then
+        # every shape comparison refused "shape [3, 3], expected [3, 3]"; a NaN bound gave NaN weights)
+        if not isinstance(self.name, str) or not self.name:
+            raise ShapeError(f"ParamSpec: name must be a non-empty string, got {_checks.shown(self.name)}")
+        _set(self, "shape", _param_shape(self.shape, self.name))
         if self.init not in _INIT_KINDS:
             raise ShapeError(
                 f"parameter {self.name}: init {self.init!r} is unknown (accepted: "
                 f"{' | '.join(_INIT_KINDS)})"
             )
+        bound = _checked_real(self.bound, f"parameter {self.name}: bound")
+        if not (math.isfinite(bound) and bound >= 0.0):
+            raise ShapeError(
+                f"parameter {self.name}: bound must be a finite number >= 0 (the uniform half-width or the "
+                f"normal standard deviation), got {_checks.shown(self.bound)}"
+            )
+        _set(self, "bound", bound)
         _set(self, "trainable", checked_bool(self.trainable, f"parameter {self.name}: trainable"))
         if self.zero_row is not None:
             rows = self.shape[0] if self.shape else 0

@@ -44,18 +44,20 @@ computes the same values either way (:func:`unbatched_refusal`).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_int
+from torchlean._checks import is_int, padding_index
 from torchlean._tensor_shapes import expanded_shape
+from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import reshape_target
-from torchlean.functional._params import _ints
+from torchlean.functional._params import _ints, _real
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
@@ -73,6 +75,7 @@ from torchlean.nn.layers import (
 )
 from torchlean.nn.model import Model
 from torchlean.nn.ops import broadcast_operands
+from torchlean.tensor import TensorError, TensorTypeError
 
 __all__ = [
     "DropoutMask",
@@ -80,6 +83,7 @@ __all__ = [
     "GraphOps",
     "Lowered",
     "LoweringTypeError",
+    "Node",
     "RunningUpdate",
     "lower_model",
     "unbatched_refusal",
@@ -90,6 +94,82 @@ class LoweringTypeError(IRError, TypeError):
     """A lowering argument of the wrong kind: :func:`lower_model` given something other than a
     built :class:`~torchlean.nn.model.Model`, or a conv/layer_norm weight or bias that is a computed
     graph value rather than a model parameter. An :class:`IRError` and a ``TypeError``."""
+
+
+class Node(int):
+    """A value of a layer's forward program under graph recording: the IR node id (an ``int``, as
+    the builder takes it) whose Python operators refuse, naming the ``ops`` method to use. Eager
+    values are Tensors, whose ``+`` is ``add``; on a bare node id ``h + x`` added the ids and
+    silently named another node, so a residual written with ``+`` was dropped from the typed
+    graph (review173 F1)."""
+
+    __slots__ = ()
+
+    def _refuse(self, symbol: str, method: str | None = None) -> Any:
+        remedy = f"write ops.{method}" if method else "write it with the ops methods"
+        raise LoweringTypeError(
+            f"a layer's forward uses the Python operator {symbol} on a graph value (node {int(self)}): "
+            f"under typed-graph execution values are graph nodes, so {remedy} (the ops methods run in "
+            "both execution modes; operators work on eager Tensors only)"
+        )
+
+    def __add__(self, other: object) -> Any:
+        return self._refuse("+", "add(a, b)")
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> Any:
+        return self._refuse("-", "add(a, ops.scale(b, -1.0))")
+
+    __rsub__ = __sub__
+
+    def __mul__(self, other: object) -> Any:
+        return self._refuse("*", "mul(a, b) or ops.scale(x, factor)")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: object) -> Any:
+        return self._refuse("/", "scale(x, 1 / factor)")
+
+    __rtruediv__ = __truediv__
+
+    def __floordiv__(self, other: object) -> Any:
+        return self._refuse("//")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, other: object) -> Any:
+        return self._refuse("%")
+
+    __rmod__ = __mod__
+
+    def __pow__(self, other: object, modulo: object = None) -> Any:
+        return self._refuse("**", "mul(x, x)")
+
+    __rpow__ = __pow__
+
+    def __matmul__(self, other: object) -> Any:
+        return self._refuse("@", "matmul(a, b)")
+
+    __rmatmul__ = __matmul__
+
+    def __neg__(self) -> Any:
+        return self._refuse("unary -", "scale(x, -1.0)")
+
+    def __pos__(self) -> Any:
+        return self._refuse("unary +")
+
+    def __abs__(self) -> Any:
+        return self._refuse("abs()")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Refused: a graph value's shape is ``ops.shape(x)``."""
+        raise LoweringTypeError(
+            f"a layer's forward reads .shape of a graph value (node {int(self)}): under typed-graph "
+            "execution values are graph nodes, so write ops.shape(x) (it works in both execution modes)"
+        )
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +293,20 @@ class GraphOps:
             declared.append(param)
         return declared
 
+    @staticmethod
+    def _check_value(ref: object) -> None:
+        """Refuse what is no graph value: a number, an array, a bare int (review173 F1, F5)."""
+        if not isinstance(ref, Node | Param):
+            raise LoweringTypeError(
+                f"a layer's ops call got {_shown(ref)} where a graph value goes (an ops result, the "
+                "forward's input or one of its params): under typed-graph execution a constant is "
+                "ops.constant(np.asarray(value, dtype=the model's dtype)) and a number factor "
+                "ops.scale(x, factor)"
+            )
+
     def _ref(self, ref: Ref) -> int:
-        node = self.builder.resolve(ref)
+        self._check_value(ref)
+        node = int(self.builder.resolve(ref))  # a plain id for the graph's own records
         if isinstance(ref, Param):
             self.param_nodes[node] = self.param_index[ref.key]
         return node
@@ -248,6 +340,7 @@ class GraphOps:
     # ------------------------------------------------------------------------------------ ops
 
     def shape(self, x: Ref) -> tuple[int, ...]:
+        self._check_value(x)
         return tuple(self.builder.shape(x))
 
     def constant(self, value: npt.NDArray[np.floating]) -> int:
@@ -339,15 +432,18 @@ class GraphOps:
         """Rows of the ``(V, D)`` table ``weight`` (a model parameter) picked by the ids, an
         ``input`` node of the graph (the model's input): ``gather 0`` of the table by a new int64
         index input ``(n, D)`` (:class:`EmbeddingIndex`), then ``reshape`` to ``(*ids, D)``, the
-        ops :func:`torchlean.functional.embedding` records. With a ``padding_idx`` (a row in
-        ``[0, V)``, as the layer stores it) in :attr:`training`, the gather reads ``concat
-        [table, detach table]`` and the index sends the padding ids to the detached copy, so they
-        send no gradient (the module docstring); in evaluation eager's lookup is the plain one.
+        ops :func:`torchlean.functional.embedding` records. With a ``padding_idx`` (an int in
+        ``[-V, V)``, a negative one counting from the end, checked as eager's) in
+        :attr:`training`, the gather reads ``concat [table, detach table]`` and the index sends
+        the padding ids to the detached copy, so they send no gradient (the module docstring); in
+        evaluation eager's lookup is the plain one.
 
         Raises:
             IRError: ``ids`` is not an input node (ids computed in the graph: the IR computes no
                 integers).
             LoweringTypeError: ``weight`` is not a model parameter.
+            TensorTypeError, GuardError: a ``padding_idx`` that is not an integer, or outside
+                ``[-V, V)``, as eager's refusals.
         """
         table = self._payload_param(weight, "embedding", "table")
         assert table is not None
@@ -358,13 +454,17 @@ class GraphOps:
                 f"node {node_ids} ({self.builder.build().graph.nodes[node_ids].kind.describe()}); the IR "
                 "computes no integers"
             )
-        shape = self.shape(node_ids)
+        shape = tuple(self.builder.shape(node_ids))
         count, dim = table.shape
-        index = self.input((math.prod(shape), dim))
+        index = int(self.input((math.prod(shape), dim)))
         source = self._ref(table)
+        # checked and made a row in [0, V) as eager's (review173 F2: -1 matched no id here)
+        pad = None if padding_idx is None else padding_index(
+            padding_idx, count, "embedding", TensorTypeError, GuardError
+        )
         padding = None
-        if padding_idx is not None and self.training:
-            padding = (padding_idx, count)
+        if pad is not None and self.training:
+            padding = (pad, count)
             source = self.builder.concat([source, self.builder.detach(source)], 0)
         self.embedding_indices.append(EmbeddingIndex(index, node_ids, dim, padding))
         rows = self.builder.gather(source, index, 0)
@@ -447,19 +547,26 @@ class GraphOps:
         return self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding))
 
     def dropout(self, x: Ref, p: float) -> int:
-        """Training-mode dropout (``0 < p <= 1``; the layer skips ``p == 0``) as
-        :func:`torchlean.functional.dropout` computes it: ``mul_elem(x, mask)``, then
-        ``scale(1 / (1 - p))`` when ``p < 1``, with ``mask`` a new ``input`` node of ``x``'s shape
-        recorded as a :class:`DropoutMask` (keep probability ``1 - p``) for the caller to feed.
+        """Training-mode dropout as :func:`torchlean.functional.dropout` computes it:
+        ``mul_elem(x, mask)``, then ``scale(1 / (1 - p))`` when ``p < 1``, with ``mask`` a new
+        ``input`` node of ``x``'s shape recorded as a :class:`DropoutMask` (keep probability
+        ``1 - p``) for the caller to feed; ``x`` itself in evaluation (not :attr:`training`) and for
+        ``p == 0``, as eager's dropout, which draws no mask there (review173 F3, F4). ``p`` is read
+        as eager reads it (a float: a ``np.float32`` p does not round ``1 - p`` to float32).
 
         Raises:
-            IRError: ``p`` outside ``[0, 1]`` (``dropout: p must satisfy 0 <= p <= 1, got 1.5``).
+            TensorTypeError: ``p`` is not a real number (a bool, a string), as eager's.
+            TensorError: ``p`` outside ``[0, 1]``, as eager's.
         """
-        if not 0.0 <= p <= 1.0:
-            raise IRError(f"dropout: p must satisfy 0 <= p <= 1, got {p!r}")
+        prob = _real("dropout", "p", p)
+        if not 0.0 <= prob <= 1.0:
+            raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
+        if prob == 0.0 or not self.training:
+            return self._ref(x)
+        p = prob
         node = self._ref(x)
-        shape = self.shape(node)
-        mask = self.input(shape)
+        shape = tuple(self.builder.shape(node))
+        mask = int(self.input(shape))
         self.dropout_masks.append(DropoutMask(mask, shape, 1.0 - p))
         kept = self.builder.mul_elem(node, mask)
         return kept if p == 1.0 else self.builder.scale(kept, 1.0 / (1.0 - p))
@@ -508,6 +615,28 @@ class GraphOps:
 
     def attention(self, q: Ref, k: Ref, v: Ref, mask: npt.NDArray[np.bool_] | None) -> int:
         return self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask)
+
+
+def _shown(value: object) -> str:
+    """``value`` for a refusal: its repr, cut to 60 characters, and its type."""
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({type(value).__name__})"
+
+
+def _node_result(method: Callable[..., int]) -> Callable[..., int]:
+    """``method`` returning its node id as a :class:`Node`, the handle a layer's forward gets."""
+
+    @functools.wraps(method)
+    def wrapped(self: GraphOps, *args: Any, **kwargs: Any) -> int:
+        return Node(method(self, *args, **kwargs))
+
+    return wrapped
+
+
+# every GraphOps method that returns a node id hands it out as a Node (review173 F1)
+for _name, _method in list(vars(GraphOps).items()):
+    if not _name.startswith("_") and callable(_method) and _method.__annotations__.get("return") == "int":
+        setattr(GraphOps, _name, _node_result(_method))
 
 
 def unbatched_refusal(layer: Layer) -> Layer | None:

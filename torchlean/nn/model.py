@@ -292,7 +292,7 @@ class Model(PicklesAtEveryProtocol):
             if own
             else self._checked_params(params, "model.forward", x.device)
         )
-        ops = EagerOps()
+        ops = EagerOps(training=bool(training))
         out = self.layer.forward(ops, values, x, training=bool(training))
         updates = self.buffer_positions(values, ops.buffer_updates)
         with no_grad():
@@ -492,6 +492,32 @@ InputShape: TypeAlias = Sequence[int | np.integer[Any]] | npt.NDArray[np.integer
 tuple, list or ``torch.Size`` of integers (Python or numpy) or a 1-d integer numpy array
 (review117 F4: mypy refused the numpy spellings the run time takes)."""
 
+def _checked_output_shape(layer: Layer, shape: object) -> tuple[int, ...]:
+    """``layer.output_shape``'s result as a tuple of ints >= 0 (review173 F8: ``(3.0,)`` trained
+    eagerly and was refused by the typed graph without naming the layer)."""
+    items = shape if isinstance(shape, (tuple, list)) else None
+    if items is None or not all(is_int(d) and int(d) >= 0 for d in items):
+        raise ShapeError(
+            f"build: {type(layer).__name__}.output_shape must return a tuple of ints >= 0 (the per-sample "
+            f"output shape), got {shape!r}"
+        )
+    return tuple(int(d) for d in items)
+
+
+def _check_unique_names(layer: Layer, specs: Sequence[ParamSpec]) -> None:
+    """Refuse parameter names a layer's ``param_specs`` repeat: the model's state is keyed by name,
+    so one of them was lost and the state could not be loaded back (review173 F6)."""
+    names = [spec.name for spec in specs]
+    repeated = sorted({name for name in names if names.count(name) > 1}, key=names.index)
+    if repeated:
+        raise ShapeError(
+            f"build: {type(layer).__name__}.param_specs repeats the parameter name"
+            f"{'s' if len(repeated) > 1 else ''} {', '.join(repeated)} (the model's "
+            "state is keyed by name): give each its own name, as a container does with "
+            "ParamSpec.prefixed (nn.sequential names its children's 0.weight, 1.weight, ...)"
+        )
+
+
 def build(
     layer: Layer,
     *,
@@ -518,7 +544,9 @@ def build(
             other than float32/float64 (also ``None`` or a spelling numpy cannot read); a layer
             does not fit the shape it receives; or a layer cannot run in ``dtype``
             (:meth:`~torchlean.nn.layers.Layer.dtype_fault`: a normalisation ``eps`` of ``1e39``
-            in float32, or a batch norm ``eps`` of ``1e-50``, which rounds to 0 there).
+            in float32, or a batch norm ``eps`` of ``1e-50``, which rounds to 0 there); a layer
+            whose ``output_shape`` is not a tuple of ints >= 0, or whose ``param_specs`` repeat a
+            name (review173 F6, F8).
     """
     if not isinstance(layer, Layer):
         raise ShapeError("build: " + not_a_layer(layer))
@@ -532,11 +560,12 @@ def build(
     resolved = float_dtype(dtype)
     if resolved is None:
         raise ShapeError(f"model dtype must be float32 or float64, got {dtype_shown(dtype)}")
-    output_shape = layer.output_shape(shape)
+    output_shape = _checked_output_shape(layer, layer.output_shape(shape))
     fault = layer.dtype_fault(resolved)
     if fault is not None:
         raise ShapeError(fault)
     specs = layer.param_specs()
+    _check_unique_names(layer, specs)
     parameters = [
         spec.initial(np.random.default_rng([int(seed), index]), resolved) for index, spec in enumerate(specs)
     ]

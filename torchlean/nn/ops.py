@@ -108,7 +108,9 @@ class Ops(Protocol[T]):
     ) -> T: ...
 
     def dropout(self, x: T, p: float) -> T:
-        """Inverted dropout with keep probability ``1 - p`` (training only)."""
+        """Inverted dropout with keep probability ``1 - p`` in a training program, ``x`` itself in
+        evaluation (a forward with ``training`` False) or for ``p == 0``, in both interpretations
+        (torch's ``dropout(training=False)``; review173 F3, F4)."""
 
     def batch_norm(
         self,

@@ -1,0 +1,256 @@
+"""A layer of your own under both interpretations of ``Ops`` (review173): what eager and the typed
+graph used to compute or refuse differently, and the checks ``build`` and ``ParamSpec`` now make.
+Oracles: the eager run (bit for bit), hand values, and the documented refusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import optim
+from torchlean.backend.errors import GuardError
+from torchlean.nn.layers import Layer, ParamSpec, ShapeError
+from torchlean.nn.lowering import LoweringTypeError
+from torchlean.tensor import TensorTypeError
+from torchlean.trainer import RunConfig, Trainer, TrainerError
+
+WIDTH = 3
+
+
+def _trainer(layer: Layer, execution: str, **config: Any) -> Trainer[Any, Any]:
+    return Trainer(layer, input_shape=(WIDTH,), seed=3,
+                   config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64", **config))
+
+
+@dataclass(frozen=True)
+class Skip(Layer):
+    """``linear(x) + x`` written with the Python operator."""
+
+    kind = "skip"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.linear(x, params[0], None) + x
+
+
+def test_a_python_operator_on_a_graph_value_is_refused_not_computed_on_node_ids() -> None:
+    """review173 F1: graph values were bare node ids, so ``h + x`` added the ids and named another
+    node: the typed graph silently trained the model without its residual. Eager Tensors take +."""
+    x = np.arange(6.0).reshape(2, WIDTH)
+    eager = _trainer(Skip(), "eager")
+    w = eager.model.state()["w"]
+    assert np.allclose(eager.predict(x), x @ w.T + x, rtol=1e-15, atol=0)
+    graph = _trainer(Skip(), "typed-graph")
+    with pytest.raises(LoweringTypeError, match=r"uses the Python operator \+ on a graph value \(node \d+\): "
+                       r"under typed-graph execution values are graph nodes, so write ops\.add\(a, b\)"):
+        graph.predict(x)
+
+
+@dataclass(frozen=True)
+class Plus(Layer):
+    """``linear(x) + operand``, an operand of the user's choosing."""
+
+    kind = "plus"
+    operand: Any = 1.0
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.add(ops.linear(x, params[0], None), self.operand)
+
+
+@pytest.mark.parametrize("operand", [1.0, 1, np.ones(WIDTH)], ids=["float", "int", "array"])
+def test_a_number_or_array_where_a_graph_value_goes_is_refused_with_the_remedy(operand: object) -> None:
+    """review173 F5: ``ops.add(h, 1.0)`` gave "unknown node reference 1.0", and an int 1 was read
+    as node 1 of the graph. Eager's functional add takes them."""
+    x = np.ones((2, WIDTH))
+    _trainer(Plus(operand), "eager").predict(x)
+    with pytest.raises(LoweringTypeError, match=r"a layer's ops call got .* where a graph value goes .*"
+                       r"ops\.constant\(np\.asarray\(value, dtype=the model's dtype\)\)"):
+        _trainer(Plus(operand), "typed-graph").predict(x)
+
+
+@dataclass(frozen=True)
+class PadLast(Layer):
+    """An embedding with ``padding_idx`` given by the layer: -1 is the last row, as torch's."""
+
+    kind = "pad_last"
+    padding_idx: Any = -1
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (*shape, WIDTH)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("e", (5, WIDTH), "normal", 1.0),)
+
+    def index_count(self) -> int:
+        return 5
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.embedding(x, params[0], padding_idx=self.padding_idx)
+
+
+def test_a_negative_padding_idx_keeps_the_last_row_in_both_modes() -> None:
+    """review173 F2: the graph compared the ids with -1, matched none, and trained the padding
+    row, which eager (as torch) never changes."""
+    ids = np.array([[4, 1], [4, 0]])
+    target = np.ones((2, 2, WIDTH))
+    tables = []
+    for execution in ("eager", "typed-graph"):
+        trainer = Trainer(PadLast(), input_shape=(2,), seed=3,
+                          config=RunConfig(optim.sgd(0.5), execution=execution, dtype="float64"))
+        before = trainer.model.state()["e"].copy()
+        trainer.step(ids, target)
+        table = trainer.model.state()["e"]
+        assert np.array_equal(table[4], before[4]) and not np.array_equal(table[1], before[1])
+        tables.append(table)
+    assert np.array_equal(*tables)
+
+
+@pytest.mark.parametrize(
+    ("padding", "error"), [(5, GuardError), (1.0, TensorTypeError), (True, TensorTypeError)]
+)
+def test_a_padding_idx_eager_refuses_the_graph_refuses_alike(padding: object, error: type[Exception]) -> None:
+    ids = np.array([[4, 1]])
+    for execution in ("eager", "typed-graph"):
+        trainer = Trainer(PadLast(padding), input_shape=(2,), seed=3,
+                          config=RunConfig(optim.sgd(0.5), execution=execution, dtype="float64"))
+        with pytest.raises(error, match="padding_idx"):
+            trainer.step(ids, np.ones((1, 2, WIDTH)))
+
+
+@dataclass(frozen=True)
+class Drops(Layer):
+    """``dropout(p1) -> linear -> dropout(p2)``, dropout called whatever ``training`` says."""
+
+    kind = "drops"
+    first: Any = 0.0
+    second: Any = 0.5
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        h = ops.linear(ops.dropout(x, self.first), params[0], None)
+        return ops.dropout(h, self.second)
+
+
+@pytest.mark.parametrize(("first", "second"), [(0.0, 0.5), (np.float32(0.3), 0.0)], ids=["p0", "np-float32"])
+def test_dropout_draws_alike_in_both_modes(first: object, second: object) -> None:
+    """review173 F3: the graph drew a mask for p == 0 (its counter ran ahead, later masks
+    differed) and kept a np.float32 p's float32 rounding of 1 - p, which eager removes."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, WIDTH)), rng.standard_normal((4, WIDTH))
+    runs = []
+    for execution in ("eager", "typed-graph"):
+        trainer = _trainer(Drops(first, second), execution)
+        losses = [trainer.step(x, y) for _ in range(2)]
+        runs.append((losses, trainer.random_counter, trainer.model.state()["w"]))
+    (eager_losses, eager_counter, eager_w), (graph_losses, graph_counter, graph_w) = runs
+    assert eager_losses == graph_losses and eager_counter == graph_counter
+    assert np.array_equal(eager_w, graph_w)
+
+
+def test_dropout_in_an_evaluation_forward_is_the_identity_in_both_modes() -> None:
+    """review173 F4: a layer calling ops.dropout without checking ``training`` dropped at random in
+    eager predict (two predictions differed, each advancing the random counter) and failed in the
+    typed graph ("expected 2 inputs, got 1"). Dropout is the identity in evaluation, as torch's."""
+    x = np.ones((2, WIDTH))
+    outputs = []
+    for execution in ("eager", "typed-graph"):
+        trainer = _trainer(Drops(0.5, 0.5), execution)
+        w = trainer.model.state()["w"]
+        first, second = trainer.predict(x), trainer.predict(x)
+        assert np.array_equal(first, second) and trainer.random_counter == 0
+        assert np.allclose(first, x @ w.T, rtol=1e-15, atol=0)
+        outputs.append(first)
+    assert np.array_equal(*outputs)
+
+
+@dataclass(frozen=True)
+class Twice(Layer):
+    """Two parameters named alike, as a container that forgot ParamSpec.prefixed."""
+
+    kind = "twice"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        spec = ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5)
+        return (spec, spec)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.linear(ops.linear(x, params[0], None), params[1], None)
+
+
+def test_repeated_parameter_names_are_refused_at_build() -> None:
+    """review173 F6: the state kept one entry per name, so load_state(state()) failed."""
+    with pytest.raises(ShapeError, match=r"^build: Twice\.param_specs repeats the parameter name w \(the "
+                       r"model's state is keyed by name\): .*ParamSpec\.prefixed"):
+        _trainer(Twice(), "eager")
+
+
+def test_a_list_shape_is_a_tuple_and_bad_specs_are_refused() -> None:
+    """review173 F7: a list shape trained, then every comparison with the value's shape refused
+    ("shape [3, 3], expected [3, 3]"); negative, int or float shapes and negative, NaN or string
+    bounds gave raw numpy errors or all-NaN weights."""
+    assert ParamSpec("w", [3, 3], "uniform", 0.5).shape == (3, 3)
+    assert ParamSpec("s", (), "ones").shape == ()
+    assert ParamSpec("e", np.array([0, 2]), "zeros").shape == (0, 2)  # type: ignore[arg-type]
+    for shape in ((3, -3), 3, (3.0,), (True,)):
+        with pytest.raises(ShapeError, match=r"^parameter w: shape must be a tuple or list of ints >= 0"):
+            ParamSpec("w", shape, "uniform", 0.5)  # type: ignore[arg-type]
+    for bound in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ShapeError, match=r"^parameter w: bound must be a finite number >= 0"):
+            ParamSpec("w", (3,), "uniform", bound)
+    with pytest.raises(ShapeError, match=r"^parameter w: bound must be a real number, got '0\.5'"):
+        ParamSpec("w", (3,), "uniform", "0.5")  # type: ignore[arg-type]
+    for name in ("", None):
+        with pytest.raises(ShapeError, match=r"^ParamSpec: name must be a non-empty string"):
+            ParamSpec(name, (3,), "zeros")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Shaped(Layer):
+    """A layer whose output_shape returns what it is given."""
+
+    kind = "shaped"
+    shape: Any = ()
+
+    def output_shape(self, shape: tuple[int, ...]) -> Any:
+        return self.shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH,), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.reduce_sum(ops.mul(x, params[0]), 1)
+
+
+def test_output_shape_is_checked_and_a_scalar_output_trains_with_mse() -> None:
+    """review173 F8: ``()`` failed step/fit with a raw IndexError; ``(1.0,)`` trained eagerly and
+    the typed graph refused it without naming the layer."""
+    x, y = np.ones((4, WIDTH)), np.zeros(4)
+    losses = [_trainer(Shaped(()), execution).step(x, y) for execution in ("eager", "typed-graph")]
+    assert losses[0] == losses[1] > 0
+    with pytest.raises(ShapeError, match=r"^build: Shaped\.output_shape must return a tuple of ints >= 0"):
+        _trainer(Shaped((1.0,)), "eager")
+    with pytest.raises(TrainerError, match=r"^objective cross-entropy needs class logits .* Shaped's output "
+                       r"shape is \(\)"):
+        Trainer(Shaped(()), input_shape=(WIDTH,), objective="cross-entropy")
