@@ -22,8 +22,8 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_readme_python_section_has_its_four_examples() -> None:
-    assert len(_python_blocks()) == 4
+def test_the_readme_python_section_has_its_five_examples() -> None:
+    assert len(_python_blocks()) == 5
 
 
 def test_the_session_and_trainer_example_runs(capsys: Any) -> None:
@@ -85,7 +85,7 @@ def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys:
     """The ``aten_only`` profile plans matmul and relu to the aten capsules, explains that
     smooth_max_pool has no admissible capsule, and its session records what the comment says."""
     namespace: dict[str, Any] = {}
-    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[3], "README.md", "exec"),
+    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[4], "README.md", "exec"),
          namespace)
     out = capsys.readouterr().out
     assert (
@@ -147,3 +147,33 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
         checkpoint.profile_name(own)
     with pytest.raises(checkpoint.CheckpointError, match=refusal):
         dataclasses.replace(saved, profile=own)  # the object given to Checkpoint: the same check
+
+
+def test_the_layer_of_your_own_example_trains_alike_in_both_modes() -> None:
+    """"Layers of your own": the example trains under the typed graph, and eager gives its bits
+    (the same seed, data and steps); the program's Python-operator form is refused by the graph
+    with the ops method to use."""
+    from torchlean.nn.lowering import LoweringTypeError
+    from torchlean.trainer import RunConfig, Trainer
+
+    namespace: dict[str, Any] = {}
+    exec(compile(_python_blocks()[3], "README.md", "exec"), namespace)
+    graph = namespace["trainer"]
+    eager = Trainer(namespace["ScaledResidual"](), input_shape=(4,),
+                    config=RunConfig(namespace["optim"].sgd(0.1), execution="eager"))
+    eager.step(np.ones((8, 4), np.float32), np.zeros((8, 4), np.float32))
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    assert np.array_equal(graph.predict(x), eager.predict(x))
+    assert all(np.array_equal(graph.model.state()[k], v) for k, v in eager.model.state().items())
+
+    class WithOperator(namespace["ScaledResidual"]):  # type: ignore[misc]
+        def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+            return ops.linear(x, params[0], None) + x
+
+    operator = Trainer(WithOperator(), input_shape=(4,), config=RunConfig(execution="typed-graph"))
+    try:
+        operator.predict(x)
+    except LoweringTypeError as error:
+        assert "write ops.add(a, b)" in str(error)
+    else:
+        raise AssertionError("the typed graph took h + x")

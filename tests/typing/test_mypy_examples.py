@@ -738,7 +738,7 @@ def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: 
     """The README's "A profile of your own" block (with the imports test_readme_python.py
     prepends) is clean under strict mypy with the plugin: it spells devices, providers and the
     assurance as members."""
-    block = _readme_python_block(3)
+    block = _readme_python_block(4)
     assert "BackendProfile(" in block
     prelude = "import numpy as np\nimport torchlean as tl\n\n"
     assert _strict_mypy_errors(workdir, "readme_profile", prelude + block) == []
