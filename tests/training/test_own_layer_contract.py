@@ -254,3 +254,31 @@ def test_output_shape_is_checked_and_a_scalar_output_trains_with_mse() -> None:
     with pytest.raises(TrainerError, match=r"^objective cross-entropy needs class logits .* Shaped's output "
                        r"shape is \(\)"):
         Trainer(Shaped(()), input_shape=(WIDTH,), objective="cross-entropy")
+
+
+@dataclass(frozen=True)
+class Normalised(Layer):
+    """``layer_norm`` over ``ndim`` trailing axes of a ``(B, 2, 3)`` input."""
+
+    kind = "normalised"
+    ndim: int = 4
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("g", (3,), "ones"), ParamSpec("b", (3,), "zeros"))
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.layer_norm(x, params[0], params[1], normalized_ndim=self.ndim, eps=1e-5)
+
+
+def test_a_layer_norm_past_the_rank_is_refused_in_both_modes() -> None:
+    """review173 F5: the graph computed axis = rank - ndim = -1 and normalised the last axis, where
+    eager refuses it."""
+    for execution in ("eager", "typed-graph"):
+        trainer = Trainer(Normalised(), input_shape=(2, 3), seed=3,
+                          config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64"))
+        with pytest.raises(GuardError, match=r"normalized_ndim=4 is out of range for x of shape \(2, 2, 3\) "
+                           r"\(accepted: an int in \[1, 3\]\)"):
+            trainer.predict(np.ones((2, 2, 3)))

@@ -493,11 +493,18 @@ class GraphOps:
 
         Raises:
             LoweringTypeError: ``weight`` or ``bias`` is not a model parameter (a computed node).
+            GuardError: ``normalized_ndim`` not an int in ``[1, rank]``, as eager's.
         """
         w = self._payload_param(weight, "layernorm", "weight")
         b = self._payload_param(bias, "layernorm", "bias")
         assert w is not None and b is not None
-        axis = len(self.shape(x)) - normalized_ndim
+        shape = self.shape(x)
+        if not is_int(normalized_ndim) or not 1 <= int(normalized_ndim) <= len(shape):
+            raise GuardError(  # eager's refusal (review173 F5: past the rank, the last axis was normalised)
+                f"layer_norm: normalized_ndim={normalized_ndim!r} is out of range for x of shape {shape} "
+                f"(accepted: an int in [1, {len(shape)}])"
+            )
+        axis = len(shape) - int(normalized_ndim)
         node = self.builder.layernorm(self._ref(x), axis, LayerNormParams(w.value, b.value, eps))
         self.payload_params[node] = (self._param_of(w), self._param_of(b))
         return node
