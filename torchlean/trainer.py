@@ -63,7 +63,6 @@ from torchlean.backend.errors import PlanningError, SessionError, TorchLeanError
 from torchlean.backend.profiles import BackendProfile
 from torchlean.backend.vocabulary import BackendOp, Device, LabelledEnum, Provider, VJPMode
 from torchlean.batches import BatchError, minibatches
-from torchlean.ir.builder import Ref
 from torchlean.ir.graph import Graph
 from torchlean.nn.eager import RUNNING_STATISTICS_OPS, EagerOps
 from torchlean.nn.layers import Layer, ShapeError, is_bool
@@ -1301,12 +1300,12 @@ class Trainer(Generic[In, Out]):
             self._graphs[key] = step  # most recently used last
         else:
             ops = GraphOps(fuse_linear=True, training=with_loss)
-            x: Ref = ops.input(batch_shape)
-            params: list[Ref] = list(ops.params(self.model))
+            x = ops.input(batch_shape)
+            params = ops.params(self.model)
             out = self.model.layer.forward(ops, params, x, training=with_loss)
             self._check_output(tuple(ops.shape(out)), batch_shape[0])  # once, when lowered
             if with_loss:
-                target: Ref = ops.input((batch_shape[0], *self.model.output_shape))
+                target = ops.input((batch_shape[0], *self.model.output_shape))
                 out = _loss(ops, self.objective, out, target)
             lowered = ops.lowered(out)
             session = self.open()
@@ -1428,7 +1427,8 @@ class Trainer(Generic[In, Out]):
         wanted = (spec.trainable and not optimizer.is_frozen(i) for i, spec in enumerate(self.model.specs))
         pairs = zip(self.model.parameters, wanted, strict=True)
         if device == "cpu":
-            return [Tensor._make(np.ascontiguousarray(p), trainable) for p, trainable in pairs]
+            # np.require keeps a 0-d parameter 0-d (np.ascontiguousarray made it (1,): review174 F2)
+            return [Tensor._make(np.require(p, requirements="C"), trainable) for p, trainable in pairs]
         return [Tensor(p, requires_grad=trainable, device=device) for p, trainable in pairs]
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:

@@ -49,9 +49,49 @@ def test_a_python_operator_on_a_graph_value_is_refused_not_computed_on_node_ids(
     w = eager.model.state()["w"]
     assert np.allclose(eager.predict(x), x @ w.T + x, rtol=1e-15, atol=0)
     graph = _trainer(Skip(), "typed-graph")
-    with pytest.raises(LoweringTypeError, match=r"uses the Python operator \+ on a graph value \(node \d+\): "
+    with pytest.raises(LoweringTypeError, match=r"uses the operator \+ on a graph value \(node \d+\): "
                        r"under typed-graph execution values are graph nodes, so write ops\.add\(a, b\)"):
         graph.predict(x)
+
+
+@dataclass(frozen=True)
+class Misuse(Layer):
+    """A forward using a handle as a Python value: ``use`` picks how."""
+
+    kind = "misuse"
+    use: str = "bool"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("w", (WIDTH, WIDTH), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        h = ops.linear(x, params[0], None)
+        if self.use == "bool":
+            return ops.add(h, x) if x else h  # node 0 was false: the residual silently dropped
+        if self.use == "max":
+            return max(h, x)
+        if self.use == "ne":
+            return h if h != x else x
+        if self.use == "number-left":
+            return 0.5 * h
+        if self.use == "param":
+            return ops.linear(x, params[0] * 2.0, None)
+        return ops.add(h, x[0])
+
+
+@pytest.mark.parametrize(("use", "what"), [
+    ("bool", "its truth value"), ("max", "a comparison"), ("ne", "!="), ("number-left", "the operator \\*"),
+    ("param", "the operator \\* on a graph value \\(parameter w\\)"), ("index", "indexing"),
+])
+def test_a_handle_takes_part_in_no_python_operation(use: str, what: str) -> None:
+    """review174 F1: the int handle still compared, tested true or false (``if x`` on node 0, the
+    input, dropped a residual), multiplied a number on its left into another id, and a parameter
+    handle gave a bare TypeError. Each refuses, naming what was used and the ops method."""
+    with pytest.raises(LoweringTypeError, match=f"a layer's forward uses {what}"):
+        _trainer(Misuse(use), "typed-graph").predict(np.ones((2, WIDTH)))
 
 
 @dataclass(frozen=True)
@@ -281,4 +321,43 @@ def test_a_layer_norm_past_the_rank_is_refused_in_both_modes() -> None:
                           config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64"))
         with pytest.raises(GuardError, match=r"normalized_ndim=4 is out of range for x of shape \(2, 2, 3\) "
                            r"\(accepted: an int in \[1, 3\]\)"):
+            trainer.predict(np.ones((2, 2, 3)))
+
+
+@dataclass(frozen=True)
+class Gain(Layer):
+    """``s * x`` with a 0-d parameter ``s`` (ParamSpec shape ``()``)."""
+
+    kind = "gain"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("s", (), "ones"),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.mul(x, params[0])
+
+
+def test_a_scalar_parameter_trains_in_both_modes() -> None:
+    """review174 F2: the trainer's leaf tensors came from np.ascontiguousarray, which makes a 0-d
+    array (1,), so the first step refused the parameter's shape. Oracle: by hand, one SGD step at
+    lr 0.1 of mean((s*x - y)^2) from s = 1: s -= 0.1 * mean(2 (s x - y) x)."""
+    x, y = np.full((2, WIDTH), 2.0), np.zeros((2, WIDTH))
+    for execution in ("eager", "typed-graph"):
+        trainer = _trainer(Gain(), execution)
+        trainer.step(x, y)
+        assert trainer.model.state()["s"].shape == ()
+        assert float(trainer.model.state()["s"]) == pytest.approx(1.0 - 0.1 * 8.0, rel=1e-15)
+
+
+@pytest.mark.parametrize("ndim", [1.0, True, None])
+def test_a_layer_norm_ndim_that_is_no_integer_is_a_type_error_in_both_modes(ndim: object) -> None:
+    """review174 F3: the graph reported 1.0, True or None as out of range (a GuardError), eager as
+    no integer (a TensorTypeError, also a TypeError)."""
+    for execution in ("eager", "typed-graph"):
+        trainer = Trainer(Normalised(ndim), input_shape=(2, 3), seed=3,  # type: ignore[arg-type]
+                          config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64"))
+        with pytest.raises(TensorTypeError, match=r"^layer_norm: normalized_ndim must be an integer; got "):
             trainer.predict(np.ones((2, 2, 3)))

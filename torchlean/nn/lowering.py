@@ -44,9 +44,8 @@ computes the same values either way (:func:`unbatched_refusal`).
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,8 +56,8 @@ from torchlean._checks import is_int, padding_index
 from torchlean._tensor_shapes import expanded_shape
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import reshape_target
-from torchlean.functional._params import _ints, _real
-from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param, Ref
+from torchlean.functional._params import _int, _ints, _real
+from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param
 from torchlean.ir.errors import IRError
 from torchlean.ir.ops import ConvConfig, WindowConfig
 from torchlean.ir.payloads import BatchNormParams, BatchNormTrainParams, LayerNormParams
@@ -96,62 +95,77 @@ class LoweringTypeError(IRError, TypeError):
     graph value rather than a model parameter. An :class:`IRError` and a ``TypeError``."""
 
 
-class Node(int):
-    """A value of a layer's forward program under graph recording: the IR node id (an ``int``, as
-    the builder takes it) whose Python operators refuse, naming the ``ops`` method to use. Eager
+class Node:
+    """A value of a layer's forward program under graph recording: an IR node id, or a model
+    parameter (a deferred constant), behind a handle that takes part in no Python operation. Eager
     values are Tensors, whose ``+`` is ``add``; on a bare node id ``h + x`` added the ids and
-    silently named another node, so a residual written with ``+`` was dropped from the typed
-    graph (review173 F1)."""
+    silently named another node, so a residual written with ``+`` was dropped from the typed graph
+    (review173 F1), and an id's comparisons and truth value (``if x``: node 0 is false) decided
+    the program as silently (review174 F1). Arithmetic, comparisons, truth value, ``int()``,
+    indexing, iteration and ``.shape`` refuse with the ``ops`` method to use; a handle hashes by
+    identity."""
 
-    __slots__ = ()
+    __slots__ = ("ref",)
 
-    def _refuse(self, symbol: str, method: str | None = None) -> Any:
+    def __init__(self, ref: int | Param) -> None:
+        self.ref = ref
+
+    def _refuse(self, what: str, method: str | None = None) -> Any:
         remedy = f"write ops.{method}" if method else "write it with the ops methods"
         raise LoweringTypeError(
-            f"a layer's forward uses the Python operator {symbol} on a graph value (node {int(self)}): "
-            f"under typed-graph execution values are graph nodes, so {remedy} (the ops methods run in "
-            "both execution modes; operators work on eager Tensors only)"
+            f"a layer's forward uses {what} on a graph value ({self!r}): under typed-graph execution "
+            f"values are graph nodes, so {remedy} (the ops methods run in both execution modes; Python "
+            "operators work on eager Tensors only)"
         )
 
+    def __repr__(self) -> str:
+        ref = self.ref
+        return f"parameter {ref.name or ref.key}" if isinstance(ref, Param) else f"node {ref}"
+
     def __add__(self, other: object) -> Any:
-        return self._refuse("+", "add(a, b)")
+        return self._refuse("the operator +", "add(a, b)")
 
     __radd__ = __add__
 
     def __sub__(self, other: object) -> Any:
-        return self._refuse("-", "add(a, ops.scale(b, -1.0))")
+        return self._refuse("the operator -", "add(a, ops.scale(b, -1.0))")
 
     __rsub__ = __sub__
 
     def __mul__(self, other: object) -> Any:
-        return self._refuse("*", "mul(a, b) or ops.scale(x, factor)")
+        return self._refuse("the operator *", "mul(a, b) or ops.scale(x, factor)")
 
     __rmul__ = __mul__
 
     def __truediv__(self, other: object) -> Any:
-        return self._refuse("/", "scale(x, 1 / factor)")
+        return self._refuse("the operator /", "scale(x, 1 / factor)")
 
     __rtruediv__ = __truediv__
 
     def __floordiv__(self, other: object) -> Any:
-        return self._refuse("//")
+        return self._refuse("the operator //")
 
     __rfloordiv__ = __floordiv__
 
     def __mod__(self, other: object) -> Any:
-        return self._refuse("%")
+        return self._refuse("the operator %")
 
     __rmod__ = __mod__
 
     def __pow__(self, other: object, modulo: object = None) -> Any:
-        return self._refuse("**", "mul(x, x)")
+        return self._refuse("the operator **", "mul(x, x)")
 
     __rpow__ = __pow__
 
     def __matmul__(self, other: object) -> Any:
-        return self._refuse("@", "matmul(a, b)")
+        return self._refuse("the operator @", "matmul(a, b)")
 
     __rmatmul__ = __matmul__
+
+    def __and__(self, other: object) -> Any:
+        return self._refuse("a bitwise operator")
+
+    __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rshift__ = __and__
 
     def __neg__(self) -> Any:
         return self._refuse("unary -", "scale(x, -1.0)")
@@ -162,14 +176,43 @@ class Node(int):
     def __abs__(self) -> Any:
         return self._refuse("abs()")
 
+    def __invert__(self) -> Any:
+        return self._refuse("~")
+
+    def __lt__(self, other: object) -> Any:
+        return self._refuse("a comparison")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __eq__(self, other: object) -> Any:
+        return self._refuse("== (compare shapes with ops.shape(x))")
+
+    def __ne__(self, other: object) -> Any:
+        return self._refuse("!= (compare shapes with ops.shape(x))")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        return bool(self._refuse("its truth value (an if, and, or, not)"))
+
+    def __int__(self) -> int:
+        return int(self._refuse("int()"))
+
+    __index__ = __float__ = __int__
+
+    def __len__(self) -> int:
+        return int(self._refuse("len()", "shape(x)"))
+
+    def __iter__(self) -> Any:
+        return self._refuse("iteration")
+
+    def __getitem__(self, key: object) -> Any:
+        return self._refuse("indexing")
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Refused: a graph value's shape is ``ops.shape(x)``."""
-        raise LoweringTypeError(
-            f"a layer's forward reads .shape of a graph value (node {int(self)}): under typed-graph "
-            "execution values are graph nodes, so write ops.shape(x) (it works in both execution modes)"
-        )
-
+        return tuple(self._refuse(".shape", "shape(x)"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,49 +322,64 @@ class GraphOps:
 
     # ------------------------------------------------------------------------------- sources
 
-    def input(self, shape: Sequence[int]) -> int:
+    def input(self, shape: Sequence[int]) -> Node:
+        """A new ``input`` node of ``shape`` (the forward's input, the loss's target)."""
+        return Node(self._new_input(shape))
+
+    def _new_input(self, shape: Sequence[int]) -> int:
         node = self.builder.input(shape)
         self.inputs.append(node)
         return node
 
-    def params(self, model: Model) -> list[Param]:
-        """Declare every model parameter as a deferred constant (emitted at first use)."""
+    def params(self, model: Model) -> list[Node]:
+        """Declare every model parameter as a deferred constant (emitted at first use), each
+        behind a :class:`Node` handle, the ``params`` a layer's forward receives."""
         declared = []
         for index, (spec, value) in enumerate(zip(model.specs, model.parameters, strict=True)):
             param = self.builder.param(value, spec.name)
             self.param_index[param.key] = index
-            declared.append(param)
+            declared.append(Node(param))
         return declared
 
     @staticmethod
-    def _check_value(ref: object) -> None:
-        """Refuse what is no graph value: a number, an array, a bare int (review173 F1, F5)."""
-        if not isinstance(ref, Node | Param):
+    def _unwrap(ref: object) -> int | Param:
+        """The node id or parameter behind a :class:`Node`; anything else refused: a number, an
+        array, a bare int (review173 F1, F5)."""
+        if not isinstance(ref, Node):
             raise LoweringTypeError(
                 f"a layer's ops call got {_shown(ref)} where a graph value goes (an ops result, the "
                 "forward's input or one of its params): under typed-graph execution a constant is "
                 "ops.constant(np.asarray(value, dtype=the model's dtype)) and a number factor "
                 "ops.scale(x, factor)"
             )
+        return ref.ref
 
-    def _ref(self, ref: Ref) -> int:
-        self._check_value(ref)
-        node = int(self.builder.resolve(ref))  # a plain id for the graph's own records
-        if isinstance(ref, Param):
-            self.param_nodes[node] = self.param_index[ref.key]
+    def _ref(self, ref: Node) -> int:
+        return self._resolved(self._unwrap(ref))
+
+    def _resolved(self, target: int | Param) -> int:
+        """The node id of ``target``, a parameter's ``const`` node emitted at its first use and
+        recorded as that parameter's (:attr:`param_nodes`)."""
+        node = self.builder.resolve(target)
+        if isinstance(target, Param):
+            self.param_nodes[node] = self.param_index[target.key]
         return node
 
     def _param_of(self, ref: Param | None) -> int | None:
         return None if ref is None else self.param_index[ref.key]
 
-    def _payload_param(self, ref: Ref | None, op: str, role: str) -> Param | None:
+    def _payload_param(self, ref: Node | None, op: str, role: str) -> Param | None:
         """``ref`` as a model parameter (``None`` stays ``None``) for a node that carries it as a
-        payload; raises :class:`LoweringTypeError` for a computed value (a graph node id)."""
-        if ref is None or (isinstance(ref, Param) and ref.key in self.param_index):
-            return ref
+        payload; raises :class:`LoweringTypeError` for a computed value (a graph node id) or what
+        is no graph value (:meth:`_unwrap`)."""
+        if ref is None:
+            return None
+        target = self._unwrap(ref)
+        if isinstance(target, Param) and target.key in self.param_index:
+            return target
         what = (
-            f"the computed graph node {ref}" if not isinstance(ref, Param)
-            else f"the constant {ref.name or ref.key}, which is not a model parameter"
+            f"the computed graph node {target}" if not isinstance(target, Param)
+            else f"the constant {target.name or target.key}, which is not a model parameter"
         )
         raise LoweringTypeError(
             f"{op}: the {role} must be a model parameter (an entry of the `params` a layer's forward "
@@ -330,7 +388,7 @@ class GraphOps:
             "parameter; use ops.linear or ops.matmul for computed weights)"
         )
 
-    def lowered(self, output: Ref) -> Lowered:
+    def lowered(self, output: Node) -> Lowered:
         out = self._ref(output)
         return Lowered(self.builder.build(), tuple(self.inputs), out, dict(self.param_nodes),
                        dict(self.payload_params), dict(self.statistic_params),
@@ -339,14 +397,13 @@ class GraphOps:
 
     # ------------------------------------------------------------------------------------ ops
 
-    def shape(self, x: Ref) -> tuple[int, ...]:
-        self._check_value(x)
-        return tuple(self.builder.shape(x))
+    def shape(self, x: Node) -> tuple[int, ...]:
+        return tuple(self.builder.shape(self._unwrap(x)))
 
-    def constant(self, value: npt.NDArray[np.floating]) -> int:
-        return self.builder.const(value)
+    def constant(self, value: npt.NDArray[np.floating]) -> Node:
+        return Node(self.builder.const(value))
 
-    def reshape(self, x: Ref, shape: Sequence[int]) -> int:
+    def reshape(self, x: Node, shape: Sequence[int]) -> Node:
         """The IR's ``reshape`` node; a ``-1`` (inferred, as eager's ``functional.reshape`` and
         torch take it) is resolved here with the reference guard's rule, as the IR takes only
         extents."""
@@ -354,15 +411,15 @@ class GraphOps:
         sizes = _ints("reshape", "shape", shape)  # eager's check: integers only (review113 F3, F4)
         if -1 in sizes:
             sizes = reshape_target(self.builder.shape(node), sizes)
-        return self.builder.reshape(node, sizes)
+        return Node(self.builder.reshape(node, sizes))
 
-    def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
-        return self.builder.transpose(self._ref(x), axis1, axis2)
+    def transpose(self, x: Node, axis1: int, axis2: int) -> Node:
+        return Node(self.builder.transpose(self._ref(x), axis1, axis2))
 
-    def permute(self, x: Ref, perm: Sequence[int]) -> int:
-        return self.builder.permute(self._ref(x), perm)
+    def permute(self, x: Node, perm: Sequence[int]) -> Node:
+        return Node(self.builder.permute(self._ref(x), perm))
 
-    def broadcast_to(self, x: Ref, shape: Sequence[int]) -> int:
+    def broadcast_to(self, x: Node, shape: Sequence[int]) -> Node:
         """The IR's ``broadcast_to`` node; a ``-1`` (keep an existing axis's size, as eager's
         ``functional.broadcast_to`` and torch take it) is resolved here, as the IR takes only
         extents."""
@@ -370,12 +427,12 @@ class GraphOps:
         sizes = _ints("broadcast_to", "shape", shape)  # eager's check (review113 F3, F4)
         if -1 in sizes:
             sizes = tuple(expanded_shape(self.builder.shape(node), sizes, "broadcast_to"))
-        return self.builder.broadcast_to(node, sizes)
+        return Node(self.builder.broadcast_to(node, sizes))
 
-    def matmul(self, a: Ref, b: Ref) -> int:
-        return self.builder.matmul(self._ref(a), self._ref(b))
+    def matmul(self, a: Node, b: Node) -> Node:
+        return Node(self.builder.matmul(self._ref(a), self._ref(b)))
 
-    def linear(self, x: Ref, weight: Ref, bias: Ref | None) -> int:
+    def linear(self, x: Node, weight: Node, bias: Node | None) -> Node:
         """With :attr:`fuse_linear` (typed-graph training), one node that runs eager's ``linear``
         kernel: an IR ``linear`` node (payload: the weight and bias, fed from the model parameters
         by the typed-graph executor) when the weight and bias are model parameters, else a
@@ -384,51 +441,53 @@ class GraphOps:
         (anchor-runtime.md §4.2): a vector input is reshaped to ``[1, n]``, the weight
         transposed, ``matmul``, the bias broadcast and added, and a vector reshaped back."""
         if self.fuse_linear:
+            w = self._unwrap(weight)
+            b = None if bias is None else self._unwrap(bias)
             if (
-                isinstance(weight, Param)
-                and weight.key in self.param_index
-                and (bias is None or (isinstance(bias, Param) and bias.key in self.param_index))
+                isinstance(w, Param)
+                and w.key in self.param_index
+                and (b is None or (isinstance(b, Param) and b.key in self.param_index))
             ):
-                node = self.builder.linear(self._ref(x), weight.value, None if bias is None else bias.value)
-                self.payload_params[node] = (self._param_of(weight), self._param_of(bias))
-                return node
+                node = self.builder.linear(self._ref(x), w.value, None if b is None else b.value)
+                self.payload_params[node] = (self._param_of(w), self._param_of(b))
+                return Node(node)
             computed_bias = None if bias is None else self._ref(bias)
-            return self.builder.linear_of(self._ref(x), self._ref(weight), computed_bias)
+            return Node(self.builder.linear_of(self._ref(x), self._ref(weight), computed_bias))
         shape = self.shape(x)
         vector = len(shape) == 1
-        h: Ref = self.reshape(x, (1, shape[0])) if vector else x
+        h: Node = self.reshape(x, (1, shape[0])) if vector else x
         h = self.matmul(h, self.transpose(weight, 0, 1))
         if bias is not None:
             h = self.add(h, self.broadcast_to(bias, self.shape(h)))
-        return self.reshape(h, (self.shape(h)[-1],)) if vector else self._ref(h)
+        return self.reshape(h, (self.shape(h)[-1],)) if vector else h
 
-    def add(self, a: Ref, b: Ref) -> int:
+    def add(self, a: Node, b: Node) -> Node:
         first, second = broadcast_operands(self, a, b)
-        return self.builder.add(self._ref(first), self._ref(second))
+        return Node(self.builder.add(self._ref(first), self._ref(second)))
 
-    def mul(self, a: Ref, b: Ref) -> int:
+    def mul(self, a: Node, b: Node) -> Node:
         first, second = broadcast_operands(self, a, b)
-        return self.builder.mul_elem(self._ref(first), self._ref(second))
+        return Node(self.builder.mul_elem(self._ref(first), self._ref(second)))
 
-    def scale(self, x: Ref, factor: float) -> int:
-        return self.builder.scale(self._ref(x), factor)
+    def scale(self, x: Node, factor: float) -> Node:
+        return Node(self.builder.scale(self._ref(x), factor))
 
-    def relu(self, x: Ref) -> int:
-        return self.builder.relu(self._ref(x))
+    def relu(self, x: Node) -> Node:
+        return Node(self.builder.relu(self._ref(x)))
 
-    def gelu(self, x: Ref) -> int:
-        return self.builder.gelu(self._ref(x))
+    def gelu(self, x: Node) -> Node:
+        return Node(self.builder.gelu(self._ref(x)))
 
-    def tanh(self, x: Ref) -> int:
-        return self.builder.tanh(self._ref(x))
+    def tanh(self, x: Node) -> Node:
+        return Node(self.builder.tanh(self._ref(x)))
 
-    def sigmoid(self, x: Ref) -> int:
-        return self.builder.sigmoid(self._ref(x))
+    def sigmoid(self, x: Node) -> Node:
+        return Node(self.builder.sigmoid(self._ref(x)))
 
-    def softplus(self, x: Ref) -> int:
-        return self.builder.softplus(self._ref(x))
+    def softplus(self, x: Node) -> Node:
+        return Node(self.builder.softplus(self._ref(x)))
 
-    def embedding(self, ids: Ref, weight: Ref, padding_idx: int | None = None) -> int:
+    def embedding(self, ids: Node, weight: Node, padding_idx: int | None = None) -> Node:
         """Rows of the ``(V, D)`` table ``weight`` (a model parameter) picked by the ids, an
         ``input`` node of the graph (the model's input): ``gather 0`` of the table by a new int64
         index input ``(n, D)`` (:class:`EmbeddingIndex`), then ``reshape`` to ``(*ids, D)``, the
@@ -456,8 +515,8 @@ class GraphOps:
             )
         shape = tuple(self.builder.shape(node_ids))
         count, dim = table.shape
-        index = int(self.input((math.prod(shape), dim)))
-        source = self._ref(table)
+        index = self._new_input((math.prod(shape), dim))
+        source = self._resolved(table)
         # checked and made a row in [0, V) as eager's (review173 F2: -1 matched no id here)
         pad = None if padding_idx is None else padding_index(
             padding_idx, count, "embedding", TensorTypeError, GuardError
@@ -468,58 +527,60 @@ class GraphOps:
             source = self.builder.concat([source, self.builder.detach(source)], 0)
         self.embedding_indices.append(EmbeddingIndex(index, node_ids, dim, padding))
         rows = self.builder.gather(source, index, 0)
-        return self.builder.reshape(rows, (*shape, dim))
+        return Node(self.builder.reshape(rows, (*shape, dim)))
 
-    def softmax(self, x: Ref, axis: int) -> int:
-        return self.builder.softmax(self._ref(x), axis)
+    def softmax(self, x: Node, axis: int) -> Node:
+        return Node(self.builder.softmax(self._ref(x), axis))
 
-    def log_softmax(self, x: Ref, axis: int) -> int:
-        return self.builder.log_softmax(self._ref(x), axis)
+    def log_softmax(self, x: Node, axis: int) -> Node:
+        return Node(self.builder.log_softmax(self._ref(x), axis))
 
-    def reduce_sum(self, x: Ref, axis: int) -> int:
-        return self.builder.reduce_sum(self._ref(x), axis)
+    def reduce_sum(self, x: Node, axis: int) -> Node:
+        return Node(self.builder.reduce_sum(self._ref(x), axis))
 
-    def reduce_mean(self, x: Ref, axis: int) -> int:
-        return self.builder.reduce_mean(self._ref(x), axis)
+    def reduce_mean(self, x: Node, axis: int) -> Node:
+        return Node(self.builder.reduce_mean(self._ref(x), axis))
 
-    def sum(self, x: Ref) -> int:
-        return self.builder.sum(self._ref(x))
+    def sum(self, x: Node) -> Node:
+        return Node(self.builder.sum(self._ref(x)))
 
-    def mse_loss(self, prediction: Ref, target: Ref) -> int:
-        return self.builder.mse_loss(self._ref(prediction), self._ref(target))
+    def mse_loss(self, prediction: Node, target: Node) -> Node:
+        return Node(self.builder.mse_loss(self._ref(prediction), self._ref(target)))
 
-    def layer_norm(self, x: Ref, weight: Ref, bias: Ref, *, normalized_ndim: int, eps: float) -> int:
+    def layer_norm(self, x: Node, weight: Node, bias: Node, *, normalized_ndim: int, eps: float) -> Node:
         """One IR ``layernorm`` node whose payload is the affine ``weight`` and ``bias``.
 
         Raises:
             LoweringTypeError: ``weight`` or ``bias`` is not a model parameter (a computed node).
-            GuardError: ``normalized_ndim`` not an int in ``[1, rank]``, as eager's.
+            TensorTypeError: ``normalized_ndim`` is not an integer, as eager's.
+            GuardError: ``normalized_ndim`` outside ``[1, rank]``, as eager's.
         """
         w = self._payload_param(weight, "layernorm", "weight")
         b = self._payload_param(bias, "layernorm", "bias")
         assert w is not None and b is not None
         shape = self.shape(x)
-        if not is_int(normalized_ndim) or not 1 <= int(normalized_ndim) <= len(shape):
+        ndim = _int("layer_norm", "normalized_ndim", normalized_ndim)  # eager's type refusal (review174 F3)
+        if not 1 <= ndim <= len(shape):
             raise GuardError(  # eager's refusal (review173 F5: past the rank, the last axis was normalised)
                 f"layer_norm: normalized_ndim={normalized_ndim!r} is out of range for x of shape {shape} "
                 f"(accepted: an int in [1, {len(shape)}])"
             )
-        axis = len(shape) - int(normalized_ndim)
+        axis = len(shape) - ndim
         node = self.builder.layernorm(self._ref(x), axis, LayerNormParams(w.value, b.value, eps))
         self.payload_params[node] = (self._param_of(w), self._param_of(b))
-        return node
+        return Node(node)
 
     def conv(
         self,
-        x: Ref,
-        weight: Ref,
-        bias: Ref | None,
+        x: Node,
+        weight: Node,
+        bias: Node | None,
         *,
         stride: tuple[int, ...],
         padding: tuple[int, ...],
         dilation: tuple[int, ...],
         groups: int,
-    ) -> int:
+    ) -> Node:
         """One IR ``conv`` node whose payload is ``weight`` and ``bias`` (or no bias).
 
         Raises:
@@ -541,19 +602,19 @@ class GraphOps:
         )
         node = self.builder.conv(self._ref(x), config, w.value, None if b is None else b.value)
         self.payload_params[node] = (self._param_of(w), self._param_of(b))
-        return node
+        return Node(node)
 
     def max_pool(
-        self, x: Ref, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
-    ) -> int:
-        return self.builder.max_pool(self._ref(x), WindowConfig(kernel_size, stride, padding))
+        self, x: Node, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
+    ) -> Node:
+        return Node(self.builder.max_pool(self._ref(x), WindowConfig(kernel_size, stride, padding)))
 
     def avg_pool(
-        self, x: Ref, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
-    ) -> int:
-        return self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding))
+        self, x: Node, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
+    ) -> Node:
+        return Node(self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding)))
 
-    def dropout(self, x: Ref, p: float) -> int:
+    def dropout(self, x: Node, p: float) -> Node:
         """Training-mode dropout as :func:`torchlean.functional.dropout` computes it:
         ``mul_elem(x, mask)``, then ``scale(1 / (1 - p))`` when ``p < 1``, with ``mask`` a new
         ``input`` node of ``x``'s shape recorded as a :class:`DropoutMask` (keep probability
@@ -569,27 +630,27 @@ class GraphOps:
         if not 0.0 <= prob <= 1.0:
             raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
         if prob == 0.0 or not self.training:
-            return self._ref(x)
+            return x
         p = prob
         node = self._ref(x)
         shape = tuple(self.builder.shape(node))
-        mask = int(self.input(shape))
+        mask = self._new_input(shape)
         self.dropout_masks.append(DropoutMask(mask, shape, 1.0 - p))
         kept = self.builder.mul_elem(node, mask)
-        return kept if p == 1.0 else self.builder.scale(kept, 1.0 / (1.0 - p))
+        return Node(kept if p == 1.0 else self.builder.scale(kept, 1.0 / (1.0 - p)))
 
     def batch_norm(
         self,
-        x: Ref,
-        weight: Ref | None,
-        bias: Ref | None,
-        running_mean: Ref,
-        running_var: Ref,
+        x: Node,
+        weight: Node | None,
+        bias: Node | None,
+        running_mean: Node,
+        running_var: Node,
         *,
         training: bool,
         eps: float,
         momentum: float,
-    ) -> int:
+    ) -> Node:
         """Batch normalisation over axis 1 of ``x (N, C, *spatial)``. In training one
         ``batch_norm_train`` node (batch statistics; payload: the affine ``weight`` and ``bias``
         and ``eps``) and a :class:`RunningUpdate` of the running statistics for the caller; in
@@ -618,32 +679,16 @@ class GraphOps:
             node = self.builder.batch_norm_eval(node_x, 1, params)
             self.statistic_params[node] = (mean_index, var_index)
         self.payload_params[node] = (self._param_of(w), self._param_of(b))
-        return node
+        return Node(node)
 
-    def attention(self, q: Ref, k: Ref, v: Ref, mask: npt.NDArray[np.bool_] | None) -> int:
-        return self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask)
+    def attention(self, q: Node, k: Node, v: Node, mask: npt.NDArray[np.bool_] | None) -> Node:
+        return Node(self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask))
 
 
 def _shown(value: object) -> str:
     """``value`` for a refusal: its repr, cut to 60 characters, and its type."""
     text = repr(value)
     return f"{text if len(text) <= 60 else text[:57] + '...'} ({type(value).__name__})"
-
-
-def _node_result(method: Callable[..., int]) -> Callable[..., int]:
-    """``method`` returning its node id as a :class:`Node`, the handle a layer's forward gets."""
-
-    @functools.wraps(method)
-    def wrapped(self: GraphOps, *args: Any, **kwargs: Any) -> int:
-        return Node(method(self, *args, **kwargs))
-
-    return wrapped
-
-
-# every GraphOps method that returns a node id hands it out as a Node (review173 F1)
-for _name, _method in list(vars(GraphOps).items()):
-    if not _name.startswith("_") and callable(_method) and _method.__annotations__.get("return") == "int":
-        setattr(GraphOps, _name, _node_result(_method))
 
 
 def unbatched_refusal(layer: Layer) -> Layer | None:
@@ -761,7 +806,7 @@ def lower_model(model: Model, input_shape: Sequence[int], *, training: bool = Fa
         )
     shape = _checked_input_shape(model, input_shape)
     ops = GraphOps(training=training)
-    x: Ref = ops.input(shape)
-    params: list[Ref] = list(ops.params(model))
+    x = ops.input(shape)
+    params = ops.params(model)
     out = model.layer.forward(ops, params, x, training=training)
     return ops.lowered(out)

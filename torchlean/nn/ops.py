@@ -109,8 +109,13 @@ class Ops(Protocol[T]):
 
     def dropout(self, x: T, p: float) -> T:
         """Inverted dropout with keep probability ``1 - p`` in a training program, ``x`` itself in
-        evaluation (a forward with ``training`` False) or for ``p == 0``, in both interpretations
-        (torch's ``dropout(training=False)``; review173 F3, F4)."""
+        an evaluation program or for ``p == 0``, in both interpretations (torch's
+        ``dropout(training=False)``; review173 F3, F4). The program's mode is the interpretation's:
+        the trainer and ``Model.forward`` build theirs for the forward they run (``predict``,
+        ``evaluate`` and ``model.forward(training=False)`` are evaluation programs); an
+        ``EagerOps()`` built by hand drops unless built with ``training=False`` (as torch's
+        ``F.dropout`` defaults to training), a ``GraphOps()`` lowers an evaluation program unless
+        built with ``training=True``."""
 
     def batch_norm(
         self,
