@@ -361,3 +361,47 @@ def test_a_layer_norm_ndim_that_is_no_integer_is_a_type_error_in_both_modes(ndim
                           config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64"))
         with pytest.raises(TensorTypeError, match=r"^layer_norm: normalized_ndim must be an integer; got "):
             trainer.predict(np.ones((2, 2, 3)))
+
+
+@dataclass(frozen=True)
+class Forms(Layer):
+    """A conv and a pool with int window arguments (torch's form), a Fraction scale and a reduction
+    over one axis, on a ``(C=1, 4, 4)`` sample."""
+
+    kind = "forms"
+    axis: Any = 1
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (2, 2) if self.axis == 1 else (2, 2, 2)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("k", (2, 1, 3, 3), "uniform", 0.5),)
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        from fractions import Fraction
+
+        h = ops.conv(x, params[0], None, stride=1, padding=1, dilation=1, groups=1)  # (B, 2, 4, 4)
+        h = ops.max_pool(h, kernel_size=2, stride=2, padding=0)  # (B, 2, 2, 2)
+        h = ops.scale(h, Fraction(1, 3))
+        return ops.reduce_sum(h, self.axis) if self.axis == 1 else ops.reduce_mean(h, self.axis)
+
+
+def test_int_windows_and_a_fraction_factor_lower_as_eager_reads_them() -> None:
+    """review173 F5: the graph refused int stride/padding/dilation/kernel_size (torch's form, which
+    eager takes) and a Fraction scale factor; they now lower to eager's bits."""
+    x = np.linspace(-1, 1, 32).reshape(2, 1, 4, 4)
+    outputs = []
+    for execution in ("eager", "typed-graph"):
+        trainer = Trainer(Forms(), input_shape=(1, 4, 4), seed=3,
+                          config=RunConfig(optim.sgd(0.1), execution=execution, dtype="float64"))
+        outputs.append(trainer.predict(x))
+    assert np.array_equal(*outputs)
+
+
+@pytest.mark.parametrize("axis", [(1, 2), None])
+def test_a_reduction_over_several_axes_is_refused_by_the_graph_with_the_way_to_write_it(axis: object) -> None:
+    refusal = r"^ops\.reduce_mean takes one integer axis .* reduce one axis per ops\.reduce_mean call"
+    with pytest.raises(LoweringTypeError, match=refusal):
+        Trainer(Forms(axis), input_shape=(1, 4, 4), seed=3,
+                config=RunConfig(optim.sgd(0.1), execution="typed-graph", dtype="float64")
+                ).predict(np.ones((1, 1, 4, 4)))

@@ -470,7 +470,8 @@ class GraphOps:
         return Node(self.builder.mul_elem(self._ref(first), self._ref(second)))
 
     def scale(self, x: Node, factor: float) -> Node:
-        return Node(self.builder.scale(self._ref(x), factor))
+        # read as eager reads it (a Fraction, a numpy float: review173 F5)
+        return Node(self.builder.scale(self._ref(x), _real("scale", "factor", factor)))
 
     def relu(self, x: Node) -> Node:
         return Node(self.builder.relu(self._ref(x)))
@@ -536,10 +537,10 @@ class GraphOps:
         return Node(self.builder.log_softmax(self._ref(x), axis))
 
     def reduce_sum(self, x: Node, axis: int) -> Node:
-        return Node(self.builder.reduce_sum(self._ref(x), axis))
+        return Node(self.builder.reduce_sum(self._ref(x), _one_axis("reduce_sum", axis)))
 
     def reduce_mean(self, x: Node, axis: int) -> Node:
-        return Node(self.builder.reduce_mean(self._ref(x), axis))
+        return Node(self.builder.reduce_mean(self._ref(x), _one_axis("reduce_mean", axis)))
 
     def sum(self, x: Node) -> Node:
         return Node(self.builder.sum(self._ref(x)))
@@ -590,13 +591,14 @@ class GraphOps:
         b = self._payload_param(bias, "conv", "bias")
         assert w is not None
         out_channels, in_per_group, *kernel = w.shape
+        n = len(kernel)  # an int stride, padding or dilation is one per spatial axis, as eager's
         config = ConvConfig(
             in_channels=in_per_group * groups,
             out_channels=out_channels,
             kernel=tuple(kernel),
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
+            stride=_per_axis(stride, n),
+            padding=_per_axis(padding, n),
+            dilation=_per_axis(dilation, n),
             groups=groups,
             channel_axis=len(self.shape(x)) - 1 - len(kernel),
         )
@@ -607,12 +609,14 @@ class GraphOps:
     def max_pool(
         self, x: Node, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
     ) -> Node:
-        return Node(self.builder.max_pool(self._ref(x), WindowConfig(kernel_size, stride, padding)))
+        window = _window(kernel_size, stride, padding, len(self.shape(x)) - 2)
+        return Node(self.builder.max_pool(self._ref(x), window))
 
     def avg_pool(
         self, x: Node, *, kernel_size: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...]
     ) -> Node:
-        return Node(self.builder.avg_pool(self._ref(x), WindowConfig(kernel_size, stride, padding)))
+        window = _window(kernel_size, stride, padding, len(self.shape(x)) - 2)
+        return Node(self.builder.avg_pool(self._ref(x), window))
 
     def dropout(self, x: Node, p: float) -> Node:
         """Training-mode dropout as :func:`torchlean.functional.dropout` computes it:
@@ -683,6 +687,34 @@ class GraphOps:
 
     def attention(self, q: Node, k: Node, v: Node, mask: npt.NDArray[np.bool_] | None) -> Node:
         return Node(self.builder.attention(self._ref(q), self._ref(k), self._ref(v), mask=mask))
+
+
+def _one_axis(op: str, axis: Any) -> int:
+    """``axis`` when it is one integer (the ``Ops`` form); a tuple, list or ``None``, which eager's
+    functional op also takes, refused naming the way to write it (review173 F5: the IR said
+    "expected a non-negative integer", negative axes being fine)."""
+    if is_int(axis):
+        return int(axis)
+    raise LoweringTypeError(
+        f"ops.{op} takes one integer axis (negative ones count from the end), got {_shown(axis)}: under "
+        f"typed-graph execution reduce one axis per ops.{op} call (eager's functional {op} also takes "
+        "a tuple or None)"
+    )
+
+
+def _per_axis(value: Any, n: int) -> Any:
+    """An int window argument as ``n`` of it (one per spatial axis), as eager's conv and pools read
+    it (review173 F5); anything else as given, for the IR's own check."""
+    return (int(value),) * n if is_int(value) else value
+
+
+def _window(kernel_size: Any, stride: Any, padding: Any, spatial: int) -> WindowConfig:
+    """A pool's window for an ``(N, C, *spatial)`` input of ``spatial`` spatial axes, each
+    argument an int (for every spatial axis) or one per axis, as eager's pools read them
+    (review173 F5)."""
+    return WindowConfig(
+        _per_axis(kernel_size, spatial), _per_axis(stride, spatial), _per_axis(padding, spatial)
+    )
 
 
 def _shown(value: object) -> str:
