@@ -79,12 +79,23 @@ class Misuse(Layer):
             return 0.5 * h
         if self.use == "param":
             return ops.linear(x, params[0] * 2.0, None)
+        if self.use == "np-sum":
+            return ops.mul(h, np.sum(params[0]))  # handed back the parameter itself (review175 F1)
+        if self.use == "np-max":
+            return ops.mul(h, np.max(ops.relu(h)))
+        if self.use == "np-float-left":
+            return np.float64(2.0) * h
+        if self.use == "reshape":
+            return h.reshape(-1)
+        if self.use == "dropout-number":
+            return ops.add(h, ops.dropout(0.5, 0.0))  # checked though nothing is dropped (review175 F2)
         return ops.add(h, x[0])
 
 
 @pytest.mark.parametrize(("use", "what"), [
     ("bool", "its truth value"), ("max", "a comparison"), ("ne", "!="), ("number-left", "the operator \\*"),
     ("param", "the operator \\* on a graph value \\(parameter w\\)"), ("index", "indexing"),
+    ("np-sum", "numpy's sum"), ("np-max", "numpy's (amax|max)"), ("np-float-left", "numpy's multiply"),
 ])
 def test_a_handle_takes_part_in_no_python_operation(use: str, what: str) -> None:
     """review174 F1: the int handle still compared, tested true or false (``if x`` on node 0, the
@@ -405,3 +416,18 @@ def test_a_reduction_over_several_axes_is_refused_by_the_graph_with_the_way_to_w
         Trainer(Forms(axis), input_shape=(1, 4, 4), seed=3,
                 config=RunConfig(optim.sgd(0.1), execution="typed-graph", dtype="float64")
                 ).predict(np.ones((1, 1, 4, 4)))
+
+
+def test_a_tensor_attribute_on_a_graph_value_names_the_ops_method() -> None:
+    """review175 F3: ``h.reshape(-1)`` (an eager Tensor method) gave a bare AttributeError; it is
+    still an AttributeError (hasattr answers False) naming ops.reshape."""
+    with pytest.raises(AttributeError, match=r"reads \.reshape of a graph value \(node \d+\): .* write "
+                       r"ops\.reshape\(x, shape\)"):
+        _trainer(Misuse("reshape"), "typed-graph").predict(np.ones((2, WIDTH)))
+
+
+def test_dropout_checks_its_operand_where_it_drops_nothing() -> None:
+    """review175 F2: in evaluation (and at p == 0) ops.dropout returned its operand unchecked, so a
+    number passed where eager refuses it."""
+    with pytest.raises(LoweringTypeError, match=r"a layer's ops call got 0\.5 \(float\) where a graph value"):
+        _trainer(Misuse("dropout-number"), "typed-graph").predict(np.ones((2, WIDTH)))

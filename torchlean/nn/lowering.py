@@ -140,7 +140,8 @@ class Node:
     def __truediv__(self, other: object) -> Any:
         return self._refuse("the operator /", "scale(x, 1 / factor)")
 
-    __rtruediv__ = __truediv__
+    def __rtruediv__(self, other: object) -> Any:
+        return self._refuse("the operator / (a quotient by a graph value)")
 
     def __floordiv__(self, other: object) -> Any:
         return self._refuse("the operator //")
@@ -198,7 +199,24 @@ class Node:
     def __int__(self) -> int:
         return int(self._refuse("int()"))
 
-    __index__ = __float__ = __int__
+    def __index__(self) -> int:
+        return int(self._refuse("it as an integer (an index, range(), a shift)"))
+
+    def __float__(self) -> float:
+        return float(self._refuse("float() (or a math function)"))
+
+    def __complex__(self) -> complex:
+        return complex(self._refuse("complex()"))
+
+    def __round__(self, ndigits: object = None) -> Any:
+        return self._refuse("round()")
+
+    __trunc__ = __floor__ = __ceil__ = __round__
+
+    def __divmod__(self, other: object) -> Any:
+        return self._refuse("divmod()")
+
+    __rdivmod__ = __divmod__
 
     def __len__(self) -> int:
         return int(self._refuse("len()", "shape(x)"))
@@ -209,10 +227,43 @@ class Node:
     def __getitem__(self, key: object) -> Any:
         return self._refuse("indexing")
 
+    def __array__(self, *args: object, **kwargs: object) -> Any:
+        return self._refuse("numpy (conversion to an array)")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: object, **kwargs: object) -> Any:
+        # np.exp(h), h * np.float64(2): numpy's ufuncs ask the handle first (review175 F1)
+        return self._refuse(f"numpy's {getattr(ufunc, '__name__', ufunc)}")
+
+    def __array_function__(self, func: Any, types: object, args: object, kwargs: object) -> Any:
+        # np.sum(h) handed the handle back, so ops.mul(x, np.sum(p)) multiplied by p (review175 F1)
+        return self._refuse(f"numpy's {getattr(func, '__name__', func)}")
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Refused: a graph value's shape is ``ops.shape(x)``."""
         return tuple(self._refuse(".shape", "shape(x)"))
+
+    def __getattr__(self, name: str) -> Any:
+        """Tensor attributes an eager program may use (``h.reshape(-1)``, ``h.T``, ``h.sum()``),
+        refused naming the ops method; an AttributeError still, so ``hasattr`` answers False."""
+        if name.startswith("__") or name == "ref":  # protocol probes; ref before it is set (a copy)
+            raise AttributeError(name)
+        method = _TENSOR_ATTRIBUTES.get(name)
+        remedy = f"write ops.{method}" if method else "write it with the ops methods"
+        raise AttributeError(
+            f"a layer's forward reads .{name} of a graph value ({self!r}): under typed-graph execution "
+            f"values are graph nodes, so {remedy} (the ops methods run in both execution modes)"
+        )
+
+
+_TENSOR_ATTRIBUTES = {
+    "reshape": "reshape(x, shape)", "view": "reshape(x, shape)", "T": "transpose(x, 0, 1)",
+    "transpose": "transpose(x, axis1, axis2)", "permute": "permute(x, perm)", "sum": "sum(x) or "
+    "ops.reduce_sum(x, axis)", "mean": "reduce_mean(x, axis)", "relu": "relu(x)", "tanh": "tanh(x)",
+    "sigmoid": "sigmoid(x)", "softmax": "softmax(x, axis)", "matmul": "matmul(a, b)",
+    "expand": "broadcast_to(x, shape)", "dtype": "shape(x) (a graph value is in the model's dtype)",
+}
+"""The ops method for a Tensor attribute an eager program may use on a value (:meth:`Node.__getattr__`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,6 +685,7 @@ class GraphOps:
         if not 0.0 <= prob <= 1.0:
             raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
         if prob == 0.0 or not self.training:
+            self._unwrap(x)  # a number or an array is refused here too (review175 F2)
             return x
         p = prob
         node = self._ref(x)
