@@ -4,6 +4,7 @@ Oracles: the eager run (bit for bit), hand values, and the documented refusals."
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -431,3 +432,49 @@ def test_dropout_checks_its_operand_where_it_drops_nothing() -> None:
     number passed where eager refuses it."""
     with pytest.raises(LoweringTypeError, match=r"a layer's ops call got 0\.5 \(float\) where a graph value"):
         _trainer(Misuse("dropout-number"), "typed-graph").predict(np.ones((2, WIDTH)))
+
+
+@dataclass(frozen=True)
+class Pooled(Layer):
+    """A max pool with ``stride=None`` (the kernel size, as torch's) on a ``(C=1, 4, 4)`` sample."""
+
+    kind = "pooled"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (1, 2, 2)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return ()
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.max_pool(x, kernel_size=2, stride=None, padding=0)
+
+
+def test_a_pool_stride_of_none_is_the_kernel_size_in_both_modes() -> None:
+    """review176 F1: eager (and torch) read stride=None as the kernel size; the graph refused it."""
+    x = np.arange(32.0).reshape(2, 1, 4, 4)
+    configs = [RunConfig(execution=execution, dtype="float64") for execution in ("eager", "typed-graph")]
+    outputs = [Trainer(Pooled(), input_shape=(1, 4, 4), config=config).predict(x) for config in configs]
+    assert np.array_equal(*outputs)
+    assert np.array_equal(outputs[0][0, 0], [[5.0, 7.0], [13.0, 15.0]])
+
+
+@pytest.mark.parametrize(("expression", "what"), [
+    (lambda h: math.floor(h), "math\\.floor\\(\\)"),
+    (lambda h: 2.0 ** h, "the operator \\*\\* \\(a power with a graph value as its exponent\\)"),
+    (lambda h: h.ndim, "reads \\.ndim .* write ops\\.shape\\(x\\)"),
+])
+def test_refusals_name_what_was_used(expression: Any, what: str) -> None:
+    """review176 F3: math.floor was reported as round(), 2.0 ** h pointed at ops.mul(x, x)."""
+    from torchlean.nn.handles import Node
+
+    with pytest.raises((LoweringTypeError, AttributeError), match=what):
+        expression(Node(3))
+
+
+def test_a_bool_reduction_axis_is_not_called_several_axes() -> None:
+    from torchlean.nn.lowering import _one_axis
+
+    with pytest.raises(LoweringTypeError) as refused:
+        _one_axis("reduce_sum", True)
+    assert "one axis per" not in str(refused.value) and "got True (bool)" in str(refused.value)

@@ -74,9 +74,10 @@ class Node:
     __rmod__ = __mod__
 
     def __pow__(self, other: object, modulo: object = None) -> Any:
-        return self._refuse("the operator **", "mul(x, x)")
+        return self._refuse("the operator **", "mul(x, x) for a square")
 
-    __rpow__ = __pow__
+    def __rpow__(self, other: object, modulo: object = None) -> Any:
+        return self._refuse("the operator ** (a power with a graph value as its exponent)")
 
     def __matmul__(self, other: object) -> Any:
         return self._refuse("the operator @", "matmul(a, b)")
@@ -131,7 +132,14 @@ class Node:
     def __round__(self, ndigits: object = None) -> Any:
         return self._refuse("round()")
 
-    __trunc__ = __floor__ = __ceil__ = __round__
+    def __trunc__(self) -> Any:
+        return self._refuse("math.trunc()")
+
+    def __floor__(self) -> Any:
+        return self._refuse("math.floor()")
+
+    def __ceil__(self) -> Any:
+        return self._refuse("math.ceil()")
 
     def __divmod__(self, other: object) -> Any:
         return self._refuse("divmod()")
@@ -177,10 +185,10 @@ class Node:
 
 
 _TENSOR_ATTRIBUTES = {
-    "reshape": "reshape(x, shape)", "view": "reshape(x, shape)", "T": "transpose(x, 0, 1)",
+    "reshape": "reshape(x, shape)", "view": "reshape(x, shape)", "T": "permute(x, reversed axes)",
     "transpose": "transpose(x, axis1, axis2)", "permute": "permute(x, perm)", "sum": "sum(x) or "
     "ops.reduce_sum(x, axis)", "mean": "reduce_mean(x, axis)", "relu": "relu(x)", "tanh": "tanh(x)",
     "sigmoid": "sigmoid(x)", "softmax": "softmax(x, axis)", "matmul": "matmul(a, b)",
-    "expand": "broadcast_to(x, shape)", "dtype": "shape(x) (a graph value is in the model's dtype)",
+    "expand": "broadcast_to(x, shape)", "ndim": "shape(x)", "size": "shape(x)",
 }
 """The ops method for a Tensor attribute an eager program may use on a value (:meth:`Node.__getattr__`)."""

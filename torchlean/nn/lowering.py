@@ -511,11 +511,11 @@ class GraphOps:
             TensorTypeError: ``p`` is not a real number (a bool, a string), as eager's.
             TensorError: ``p`` outside ``[0, 1]``, as eager's.
         """
+        self._unwrap(x)  # the operand first, as eager checks it (review176 F4)
         prob = _real("dropout", "p", p)
         if not 0.0 <= prob <= 1.0:
             raise TensorError(f"dropout probability p={p!r} is outside [0, 1]")
-        if prob == 0.0 or not self.training:
-            self._unwrap(x)  # a number or an array is refused here too (review175 F2)
+        if prob == 0.0 or not self.training:  # its operand checked above (review175 F2)
             return x
         p = prob
         node = self._ref(x)
@@ -577,10 +577,11 @@ def _one_axis(op: str, axis: Any) -> int:
     "expected a non-negative integer", negative axes being fine)."""
     if is_int(axis):
         return int(axis)
+    several = axis is None or isinstance(axis, (tuple, list))
+    how = (f": under typed-graph execution reduce one axis per ops.{op} call (eager's functional {op} "
+           "also takes a tuple or None)" if several else "")
     raise LoweringTypeError(
-        f"ops.{op} takes one integer axis (negative ones count from the end), got {_shown(axis)}: under "
-        f"typed-graph execution reduce one axis per ops.{op} call (eager's functional {op} also takes "
-        "a tuple or None)"
+        f"ops.{op} takes one integer axis (negative ones count from the end), got {_shown(axis)}{how}"
     )
 
 
@@ -592,8 +593,9 @@ def _per_axis(value: Any, n: int) -> Any:
 
 def _window(kernel_size: Any, stride: Any, padding: Any, spatial: int) -> WindowConfig:
     """A pool's window for an ``(N, C, *spatial)`` input of ``spatial`` spatial axes, each
-    argument an int (for every spatial axis) or one per axis, as eager's pools read them
-    (review173 F5)."""
+    argument an int (for every spatial axis) or one per axis, and a ``None`` stride the kernel
+    size, as eager's pools (and torch's) read them (review173 F5, review176 F1)."""
+    stride = kernel_size if stride is None else stride
     return WindowConfig(
         _per_axis(kernel_size, spatial), _per_axis(stride, spatial), _per_axis(padding, spatial)
     )
