@@ -463,6 +463,7 @@ def test_a_pool_stride_of_none_is_the_kernel_size_in_both_modes() -> None:
     (lambda h: math.floor(h), "math\\.floor\\(\\)"),
     (lambda h: 2.0 ** h, "the operator \\*\\* \\(a power with a graph value as its exponent\\)"),
     (lambda h: h.ndim, "reads \\.ndim .* write ops\\.shape\\(x\\)"),
+    (lambda h: h.dtype, "reads \\.dtype .* take the model's dtype, which every graph value has"),
 ])
 def test_refusals_name_what_was_used(expression: Any, what: str) -> None:
     """review176 F3: math.floor was reported as round(), 2.0 ** h pointed at ops.mul(x, x)."""

@@ -178,6 +178,8 @@ class Node:
             raise AttributeError(name)
         method = _TENSOR_ATTRIBUTES.get(name)
         remedy = f"write ops.{method}" if method else "write it with the ops methods"
+        if name == "dtype":  # no ops method gives it (review177 F1)
+            remedy = "take the model's dtype, which every graph value has"
         raise AttributeError(
             f"a layer's forward reads .{name} of a graph value ({self!r}): under typed-graph execution "
             f"values are graph nodes, so {remedy} (the ops methods run in both execution modes)"
