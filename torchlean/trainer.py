@@ -1362,7 +1362,8 @@ class Trainer(Generic[In, Out]):
     ) -> tuple[Tensor, dict[int, Array]]:
         """The minibatch loss, with its gradients accumulated into ``params``' ``.grad``, and the
         next values of the buffers the forward program changed, by parameter index."""
-        classes = self.model.output_shape[-1] if self.model.output_shape else 1  # () : one number (MSE)
+        # an output of shape () (one number per sample) has no class axis; only MSE takes it
+        classes = self.model.output_shape[-1] if self.model.output_shape else 1
         target = _loss_operand(self.objective, yb, classes, self.model.dtype, self.label_smoothing)
         if self.config.execution is ExecutionMode.TYPED_GRAPH:
             step = self._graph(tuple(xb.shape), with_loss=True)

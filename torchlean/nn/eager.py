@@ -44,8 +44,7 @@ class EagerOps:
 
     def __init__(self, *, training: bool = True) -> None:
         self.buffer_updates: list[tuple[Tensor, Tensor]] = []
-        self.training = training
-        """The program runs a training forward: ``dropout`` drops (the identity otherwise)."""
+        self.training = training  # a training forward: dropout drops (the identity otherwise)
 
     def shape(self, x: Tensor) -> tuple[int, ...]:
         return tuple(x.shape)
