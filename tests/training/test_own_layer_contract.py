@@ -473,6 +473,17 @@ def test_refusals_name_what_was_used(expression: Any, what: str) -> None:
         expression(Node(3))
 
 
+def test_shape_on_a_graph_value_is_an_attribute_refusal_so_hasattr_answers() -> None:
+    """``hasattr(h, "shape")`` (a duck-typing probe) raised the ``.shape`` refusal, a TypeError, where
+    every other Tensor attribute's refusal is an AttributeError, which hasattr answers False to."""
+    from torchlean.nn.handles import Node
+
+    assert not hasattr(Node(3), "shape")
+    refusal = r"reads \.shape of a graph value \(node 3\): .* write ops\.shape\(x\)"
+    with pytest.raises(AttributeError, match=refusal):
+        Node(3).shape  # noqa: B018
+
+
 def test_a_bool_reduction_axis_is_not_called_several_axes() -> None:
     from torchlean.nn.lowering import _one_axis
 

@@ -20,7 +20,8 @@ class Node:
     silently named another node, so a residual written with ``+`` was dropped from the typed graph
     (review173 F1), and an id's comparisons and truth value (``if x``: node 0 is false) decided
     the program as silently (review174 F1). Arithmetic, comparisons, truth value, ``int()``,
-    indexing, iteration and ``.shape`` refuse with the ``ops`` method to use; a handle hashes by
+    indexing and iteration refuse with the ``ops`` method to use, as do Tensor attributes
+    (``.shape``, ``.reshape``: an AttributeError, so ``hasattr`` answers False); a handle hashes by
     identity."""
 
     __slots__ = ("ref",)
@@ -166,11 +167,6 @@ class Node:
         # np.sum(h) handed the handle back, so ops.mul(x, np.sum(p)) multiplied by p (review175 F1)
         return self._refuse(f"numpy's {getattr(func, '__name__', func)}")
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Refused: a graph value's shape is ``ops.shape(x)``."""
-        return tuple(self._refuse(".shape", "shape(x)"))
-
     def __getattr__(self, name: str) -> Any:
         """Tensor attributes an eager program may use (``h.reshape(-1)``, ``h.T``, ``h.sum()``),
         refused naming the ops method; an AttributeError still, so ``hasattr`` answers False."""
@@ -191,6 +187,6 @@ _TENSOR_ATTRIBUTES = {
     "transpose": "transpose(x, axis1, axis2)", "permute": "permute(x, perm)", "sum": "sum(x) or "
     "ops.reduce_sum(x, axis)", "mean": "reduce_mean(x, axis)", "relu": "relu(x)", "tanh": "tanh(x)",
     "sigmoid": "sigmoid(x)", "softmax": "softmax(x, axis)", "matmul": "matmul(a, b)",
-    "expand": "broadcast_to(x, shape)", "ndim": "shape(x)", "size": "shape(x)",
+    "expand": "broadcast_to(x, shape)", "shape": "shape(x)", "ndim": "shape(x)", "size": "shape(x)",
 }
 """The ops method for a Tensor attribute an eager program may use on a value (:meth:`Node.__getattr__`)."""
