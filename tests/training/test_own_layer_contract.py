@@ -490,3 +490,15 @@ def test_a_bool_reduction_axis_is_not_called_several_axes() -> None:
     with pytest.raises(LoweringTypeError) as refused:
         _one_axis("reduce_sum", True)
     assert "one axis per" not in str(refused.value) and "got True (bool)" in str(refused.value)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_failing_forward_inside_a_sequential_names_the_layer(execution: str) -> None:
+    """review173 F9: a refusal from a layer's forward did not say which layer of the model it came
+    from; a sequential now adds a note (kept by the error's type and message) naming it."""
+    from torchlean import nn
+
+    model = nn.sequential(nn.linear(WIDTH, WIDTH), Misuse("dropout-number"))
+    with pytest.raises((LoweringTypeError, TensorTypeError)) as refused:
+        _trainer(model, execution).predict(np.ones((2, WIDTH)))
+    assert "in the forward of misuse, layer 1 of a sequential" in getattr(refused.value, "__notes__", [])

@@ -1073,9 +1073,13 @@ class Sequential(Layer):
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         offset = 0
-        for layer in self.layers:
+        for position, layer in enumerate(self.layers):
             count = len(layer.param_specs())
-            x = layer.forward(ops, params[offset : offset + count], x, training=training)
+            try:
+                x = layer.forward(ops, params[offset : offset + count], x, training=training)
+            except Exception as error:  # name the layer whose forward failed (review173 F9)
+                error.add_note(f"in the forward of {layer.describe()}, layer {position} of a sequential")
+                raise
             offset += count
         return x
 
