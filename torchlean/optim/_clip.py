@@ -11,7 +11,14 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown
-from torchlean.optim._common import _FLOAT_DTYPES, Array, OptimizerError, _listed, _not_a_float_array
+from torchlean.optim._common import (
+    _FLOAT_DTYPES,
+    Array,
+    OptimizerError,
+    _listed,
+    _not_a_float_array,
+    _plain_arrays,
+)
 from torchlean.tensor import RealLike
 
 
@@ -49,7 +56,7 @@ def _checked_grads(grads: object, caller: str) -> list[Array | None]:
         OptimizerError: not a sequence (:func:`_listed`), or an entry that is not a numpy float
             array (:func:`_not_a_float_array`).
     """
-    listed: list[Array | None] = _listed("gradients", grads, caller)
+    listed: list[Array | None] = _plain_arrays("gradient", _listed("gradients", grads, caller), caller)
     for index, grad in enumerate(listed):
         if grad is not None and (not isinstance(grad, np.ndarray) or grad.dtype not in _FLOAT_DTYPES):
             raise OptimizerError(_not_a_float_array("gradient", index, grad, caller))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._tensor_data import masked_entries
 from torchlean.backend.errors import TorchLeanError
 
 Array = npt.NDArray[np.floating]
@@ -96,6 +97,26 @@ def _listed(what: str, value: object, caller: str = "optimizer") -> list[Any]:
             f"got {_type_name(value)}"
         )
     return list(value)
+
+
+def _plain_arrays(what: str, values: list[Any], caller: str = "optimizer") -> list[Any]:
+    """``values`` with each numpy array subclass read as a plain ``numpy.ndarray`` (no copy), other
+    entries as they are: an ``np.matrix``'s ``*`` is a matrix product, so RMSprop's and Adagrad's
+    squared gradient was a matrix square (review179 F1). A masked array with a masked entry is
+    refused, as :func:`torchlean.tensor` refuses it (the values under the mask are not data).
+
+    Raises:
+        OptimizerError: ``optimizer: gradient 0 is a masked array with 1 masked entry ...``.
+    """
+    plain: list[Any] = []
+    for index, value in enumerate(values):
+        if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+            fault = masked_entries(value)
+            if fault is not None:
+                raise OptimizerError(f"{caller}: {what} {index} is {fault}")
+            value = np.asarray(value)
+        plain.append(value)
+    return plain
 
 
 def _require_like(what: str, index: int, value: object, like: Array, owner: str) -> None:

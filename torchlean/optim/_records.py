@@ -29,6 +29,7 @@ from torchlean.optim._common import (
     _listed,
     _lr_check,
     _not_a_float_array,
+    _plain_arrays,
     _require_like,
     _type_name,
     _unit_check,
@@ -128,9 +129,11 @@ class OptimizerConfig(ABC):
         it was built).
 
         Each parameter must be a ``numpy.ndarray`` of dtype float16, float32 or float64 (any
-        shape, 0-d included); its state buffers take its shape and dtype, which :meth:`Optimizer.step`
-        then requires. A torchlean ``Tensor`` is refused (pass ``tensor.numpy()``): the optimizer
-        returns new numpy arrays, so it works on host arrays only.
+        shape, 0-d included; a subclass such as ``np.matrix`` is read as a plain array, here and in
+        :meth:`Optimizer.step`, and a masked array with a masked entry is refused); its state buffers
+        take its shape and dtype, which :meth:`Optimizer.step` then requires. A torchlean ``Tensor``
+        is refused (pass ``tensor.numpy()``): the optimizer returns new numpy arrays, so it works on
+        host arrays only.
 
         ``groups`` (:func:`group`) give the parameters they select other hyper-parameters, as
         torch's parameter groups do; they select by the parameters' ``names`` (one string per
@@ -152,7 +155,7 @@ class OptimizerConfig(ABC):
                 optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
                 that freeze every parameter (naming them).
         """
-        params = _listed("parameters", params)
+        params = _plain_arrays("parameter", _listed("parameters", params))
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
                 raise OptimizerError(_not_a_float_array("parameter", index, param))
@@ -970,7 +973,8 @@ class Optimizer(PicklesAtEveryProtocol):
         Raises:
             OptimizerError: as :meth:`step`.
         """
-        params, grads = _listed("parameters", params), _listed("gradients", grads)
+        params = _plain_arrays("parameter", _listed("parameters", params))
+        grads = _plain_arrays("gradient", _listed("gradients", grads))
         count = len(self.first)
         if len(params) != count:
             raise OptimizerError(f"optimizer: expected {count} parameters, got {len(params)}")
