@@ -137,16 +137,12 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         from_array = isinstance(data, np.ndarray | np.generic)
     if (masked := masked_entries(data)) is not None:
         raise TensorError(f"cannot create a tensor from {masked}")
-    try:
-        raw = np.asarray(source)
-    except ValueError as exc:
-        raise TensorError(
-            f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
-            "numpy/torch array or nested sequences of one rectangular shape)"
-        ) from exc
+    raw = _read_values(source, data, widen=dtype is not None)
     if raw.dtype.kind in "USV" and raw.size:  # strings, bytes: found again as the values written
         raw = np.asarray(source, dtype=object)
-    if not from_array and raw.dtype.kind == "f" and raw.size and not (np.abs(raw) < 2.0**63).all():
+    # a float16 list cannot reach 2**63, which it would round to inf, warning (review179 F4)
+    big = raw.dtype.kind == "f" and float(np.finfo(raw.dtype).max) >= 2.0**63
+    if not from_array and big and raw.size and not (np.abs(raw) < 2.0**63).all():
         exact = np.array(source, dtype=object)  # numpy reads [2**63, 1] as float64 (mread 1)
         if all(isinstance(v, int) and not isinstance(v, bool) for v in exact.flat):
             raw = exact  # integers as written: refused beyond int64 as [2**64, 1] is
@@ -180,6 +176,50 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
     narrowing = raw.dtype.kind == "f" and raw.dtype.itemsize > target.itemsize
     with np.errstate(over="ignore", under="ignore") if narrowing else contextlib.nullcontext():
         return np.array(raw, dtype=target, order="C", copy=True)
+
+
+def _read_values(source: object, data: object, *, widen: bool, retried: bool = False) -> Array:
+    """``np.asarray(source)``. Where numpy fails on torch tensors inside a list or tuple (one that
+    requires grad, bfloat16, meta or on a GPU: torch's bare ``TypeError``/``RuntimeError``,
+    review179 F2), those elements are read as :func:`_from_torch_array` reads a torch tensor given
+    alone (detached, copied to the host; ``widen`` as there) and the list is read again.
+
+    Raises:
+        TensorError: ragged nested sequences; an element :func:`_from_torch_array` refuses.
+    """
+    try:
+        return np.asarray(source)
+    except ValueError as exc:
+        raise TensorError(
+            f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "
+            "numpy/torch array or nested sequences of one rectangular shape)"
+        ) from exc
+    except (TypeError, RuntimeError):
+        if retried or not isinstance(source, list | tuple):
+            raise
+        return _read_values(_torch_elements_read(source, widen), data, widen=widen, retried=True)
+
+
+def _torch_elements_read(
+    items: list[object] | tuple[object, ...], widen: bool, at: str = "data"
+) -> list[object]:
+    """``items`` (nested lists and tuples) with each torch tensor read by :func:`_from_torch_array`.
+
+    Raises:
+        TensorError: ``cannot create a tensor from data[1][0]: cannot copy a meta torch tensor ...``.
+    """
+    read: list[object] = []
+    for position, item in enumerate(items):
+        where = f"{at}[{position}]"
+        if isinstance(item, list | tuple):
+            item = _torch_elements_read(item, widen, where)
+        elif _is_torch_tensor(item):
+            try:
+                item = _from_torch_array(item, widen=widen)
+            except TensorError as exc:
+                raise TensorError(f"cannot create a tensor from {where}: {exc}") from exc
+        read.append(item)
+    return read
 
 
 def _float64_tensors(data: object) -> bool:

@@ -199,12 +199,28 @@ def _require_tensor(fn: str, name: str, value: object) -> Tensor:
 
 
 def _array_like(fn: str, name: str, value: object) -> npt.NDArray[Any]:
-    """``np.asarray(value)`` for an array-like mask, index or target operand of ``fn``.
+    """``np.asarray(value)`` for an array-like mask, index or target operand of ``fn``; a torch
+    tensor is read as a constant operand's is (:func:`_from_torch_array`, bfloat16 widened to
+    float64), not by numpy, whose bare torch errors named no operand (review179 F2).
 
     Raises:
         TensorError: ragged nested sequences (``<fn>: <name> [[0], [0, 1]] is not a rectangular
-            array: ...``), which numpy refuses with a bare ``ValueError``.
+            array: ...``), which numpy refuses with a bare ``ValueError``; a meta, sparse or
+            nested torch tensor (no dense values).
+        TensorTypeError: a torch tensor that requires grad (its gradient would be lost).
     """
+    if _is_torch_tensor(value):
+        t: Any = value
+        if t.requires_grad:
+            raise TensorTypeError(
+                f"{fn}: {name} is a torch tensor that requires grad (shape {tuple(t.shape)}): torch's "
+                "autograd history does not reach torchlean's tape, so its gradient would be lost "
+                "(accepted: t.detach())"
+            )
+        try:
+            return _from_torch_array(t, widen=True)
+        except TensorError as exc:
+            raise TensorError(f"{fn}: {name}: {exc}") from exc
     if (masked := masked_entries(value)) is not None:
         raise TensorError(f"{fn}: {name}: {masked}")
     try:

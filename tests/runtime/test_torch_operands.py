@@ -1,0 +1,89 @@
+"""torch tensors where a functional op takes a mask, index, ids or target, and inside the lists
+``tl.tensor`` reads (review179 F2, F4): numpy read them and raised torch's bare errors. Oracles:
+torch's own results on the same values, and the refusals a constant operand already had."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean.backend.errors import GuardError, GuardTypeError, TorchLeanError
+from torchlean.tensor import TensorError, TensorTypeError
+
+LOGITS = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+def test_bfloat16_target_probabilities_are_widened_as_a_constant_operand_is() -> None:
+    probs = torch.tensor([[0.25, 0.25, 0.5], [0.5, 0.25, 0.25]]).bfloat16()  # exact in bfloat16
+    ours = tl.cross_entropy(tl.tensor(LOGITS), probs).item()
+    theirs = torch.nn.functional.cross_entropy(torch.tensor(LOGITS), probs.double()).item()
+    assert ours == pytest.approx(theirs, rel=1e-15)
+
+
+def test_int8_torch_ids_index_as_numpy_ids() -> None:
+    ids = torch.tensor([2, 0], dtype=torch.int8)
+    ours = tl.cross_entropy(tl.tensor(LOGITS), ids).item()
+    theirs = torch.nn.functional.cross_entropy(torch.tensor(LOGITS), ids.long()).item()
+    assert ours == pytest.approx(theirs, rel=1e-15)
+    gathered = tl.gather(tl.tensor(LOGITS), torch.tensor([[2], [0]]), 1).numpy()
+    np.testing.assert_array_equal(gathered, [[2.0], [1.5]])
+
+
+CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
+    "target requires grad": (
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), torch.full((2, 3), 1 / 3, dtype=torch.float64,
+                                                                requires_grad=True)),
+        TensorTypeError, r"^cross_entropy: target is a torch tensor that requires grad \(shape \(2, 3\)\)"),
+    "meta ids": (
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), torch.zeros(2, dtype=torch.int64, device="meta")),
+        TensorError, r"^cross_entropy: target: cannot copy a meta torch tensor"),
+    "sparse ids": (
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), torch.tensor([0, 1]).to_sparse()),
+        TensorError, r"^cross_entropy: target: cannot copy a sparse torch tensor"),
+    "meta index": (
+        lambda: tl.gather(tl.tensor(LOGITS), torch.zeros(2, 1, dtype=torch.int64, device="meta"), 1),
+        TensorError, r"^gather: index: cannot copy a meta torch tensor"),
+    "bfloat16 mask": (
+        lambda: tl.hard_masked_softmax(tl.tensor(LOGITS), torch.ones(2, 3).bfloat16()),
+        GuardTypeError, r"^hard_masked_softmax: mask has dtype float64; accepted: bool"),
+    "bfloat16 ids": (
+        lambda: tl.embedding(torch.tensor([0.0, 1.0]).bfloat16(), tl.tensor(np.eye(3))),
+        GuardError, r"^embedding: ids have dtype float64 \(accepted: integers"),
+    "list of bfloat16": (
+        lambda: tl.tensor([torch.ones(2).bfloat16(), torch.ones(2).bfloat16()]),
+        TensorError, r"^cannot create a tensor from data\[0\]: unsupported tensor dtype torch\.bfloat16"),
+    "list holding meta": (
+        lambda: tl.tensor([[torch.ones(2)], [torch.ones(2, device="meta")]]),
+        TensorError, r"^cannot create a tensor from data\[1\]\[0\]: cannot copy a meta torch tensor"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_torch_operands_numpy_cannot_read_are_refused_by_torchlean(case: str) -> None:
+    call, error, message = CASES[case]
+    with pytest.raises(error, match=message) as refused:
+        call()
+    assert isinstance(refused.value, TorchLeanError)
+
+
+def test_a_list_of_torch_tensors_numpy_cannot_read_is_read_as_a_tensor_given_alone() -> None:
+    grad = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    made = tl.tensor([grad, grad * 3])  # copied as data, as tl.tensor(grad) and torch.tensor([...])
+    assert made.dtype == np.float64 and not made.requires_grad
+    np.testing.assert_array_equal(made.numpy(), [[1.0, 2.0], [3.0, 6.0]])
+    widened = tl.tensor([torch.tensor([1.5]).bfloat16()], dtype="float64")
+    np.testing.assert_array_equal(widened.numpy(), [[1.5]])
+
+
+def test_a_float16_list_reads_without_an_overflow_warning() -> None:
+    """review179 F4: the 2**63 test cast 2**63 to float16 (inf) and warned on every call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made: Any = tl.tensor([np.float16(1.5), np.float16(2.0)])
+    np.testing.assert_array_equal(made.numpy(), np.array([1.5, 2.0], np.float32))
