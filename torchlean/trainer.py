@@ -1593,7 +1593,11 @@ class Trainer(Generic[In, Out]):
         (for ``(..., classes)`` outputs, labels ``(n, ...)`` or one-hot ``(n, ..., classes)``, the
         loss the mean over every position; float rows are taken as class probabilities, soft
         labels as torch's probability targets, unchecked). An epoch's loss is the mean of its minibatch
-        losses weighted by minibatch size, a float.
+        losses weighted by minibatch size, a float. ``x`` and ``y`` are checked (finiteness
+        included) once, before the first step, and read in place after that where they already
+        have the dtype training uses (no copy of the data set, as a torch ``TensorDataset`` holds
+        its tensors): leave them unchanged until ``fit`` returns (an ``on_batch`` that writes NaN
+        into ``x`` trains on it; review179 F5).
 
         Raises:
             TrainerError: a model without parameters (``the model has no parameters to train
@@ -1801,7 +1805,8 @@ class Trainer(Generic[In, Out]):
             raise TrainerError("validation data: no samples (accepted: at least one)")
         if ys.dtype.kind in "iu":
             return _Validation(xs, ys)
-        return _Validation(xs, np.asarray(y, dtype=np.float64).reshape(ys.shape))
+        # the targets as given, in float64 (read as _y read them: a bfloat16 torch tensor, review179 F3)
+        return _Validation(xs, _rectangular(y, "targets").astype(np.float64).reshape(ys.shape))
 
     def _validate(self, held_out: _Validation) -> tuple[float, float]:
         """The validation loss and metric (accuracy or mse, as :meth:`evaluate`) of ``held_out``
@@ -1946,5 +1951,5 @@ class Trainer(Generic[In, Out]):
         prediction = self.predict(xs).astype(np.float64)
         if prediction.shape[0] == 0:
             return {"mse": math.nan}
-        target = np.asarray(y, dtype=np.float64).reshape(targets.shape)
+        target = _rectangular(y, "targets").astype(np.float64).reshape(targets.shape)  # as _y read them
         return {"mse": float(np.mean((prediction - target) ** 2))}

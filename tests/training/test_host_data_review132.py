@@ -40,6 +40,21 @@ def test_bfloat16_read_as_its_values() -> None:
     assert batch.dtype == np.float64 and batch.shape == (5, 4)
 
 
+def test_bfloat16_mse_targets_read_as_their_values_by_evaluate_and_validation() -> None:
+    """review179 F3: fit read bfloat16 targets, evaluate and fit's validation re-read them with
+    numpy and raised torch's TypeError."""
+    targets = torch.tensor(X[:, :2] - 0.5, dtype=torch.bfloat16)
+    widened = targets.double().numpy()  # bfloat16 values are exact in float64
+    t = Trainer(nn.linear(4, 2), objective="mse")
+    assert t.evaluate(X, targets) == t.evaluate(X, widened)
+    histories = []
+    for held in (targets, widened):
+        trainer = Trainer(nn.linear(4, 2), objective="mse")
+        trainer.fit(X, widened, epochs=1, validation=(X, held))
+        histories.append(trainer.history)
+    assert histories[0].val_mse == histories[1].val_mse and histories[0].val_loss == histories[1].val_loss
+
+
 def test_minibatches_ragged_and_non_data() -> None:
     with pytest.raises(BatchError, match="array 0 must be a rectangular array"):
         list(data.minibatches([[1.0, 2.0], [3.0]], batch_size=1))
