@@ -347,9 +347,9 @@ class Checkpoint:
     ``"regression"``:
     one output, ``classes == ()``); ``feature_mean`` and ``feature_scale`` (float64
     ``[features]``, finite, scale > 0: the train split's ``StandardScaler`` statistics);
-    ``target_mean``/``target_scale`` (regression: finite ``float`` values, ints refused, scale > 0:
-    the train targets' float64 mean and standard
-    deviation, a zero deviation taken as 1, as ``torchlean train`` standardises the target; both
+    ``target_mean``/``target_scale`` (regression: finite ``float`` values, a numpy float stored as
+    one, ints refused, scale > 0: the train targets' float64 mean and standard deviation, a zero
+    deviation taken as 1, as ``torchlean train`` standardises the target; both
     ``None`` for classification); ``dataset``, ``label_column`` and ``feature_names`` (where the
     data came from; ``feature_names`` is ``()`` when unknown, else one name per feature);
     ``profile`` and ``execution`` (the backend profile name and execution-mode label trained
@@ -886,6 +886,9 @@ class Checkpoint:
                 )
             for name in ("target_mean", "target_scale"):
                 value = getattr(self, name)
+                if isinstance(value, np.floating):  # np.float32(0.5) as the float of its value
+                    value = float(value)
+                    object.__setattr__(self, name, value)
                 if not isinstance(value, float) or not np.isfinite(value):
                     raise CheckpointError(f"{name} must be a finite float for regression, got {value!r}")
             assert self.target_scale is not None

@@ -76,6 +76,18 @@ def test_a_regression_target_scale_of_zero_is_refused(_diabetes):
         Checkpoint(**_fields(_ckpt.load(_diabetes), target_scale=0.0))
 
 
+def test_numpy_float_target_statistics_are_stored_as_floats(_diabetes, tmp_path):
+    # review179 minor: np.float32(0.5) was refused ("must be a finite float") where dropout takes it
+    saved = _ckpt.load(_diabetes)
+    made = Checkpoint(**_fields(saved, target_mean=np.float32(0.5), target_scale=np.float64(2.0)))
+    assert (type(made.target_mean), made.target_mean) == (float, 0.5)
+    assert (type(made.target_scale), made.target_scale) == (float, 2.0)
+    _ckpt.save(tmp_path / "again.npz", made)
+    assert _ckpt.load(tmp_path / "again.npz").target_mean == 0.5
+    with pytest.raises(CheckpointError, match=r"target_mean must be a finite float for regression, got nan"):
+        Checkpoint(**_fields(saved, target_mean=np.float32("nan")))
+
+
 @pytest.mark.parametrize("shape", [(4,), (2, 3, 4)])
 def test_standardise_takes_rows_of_features_only(_iris, shape):
     # review21 mut CK10; oracle: standardise's documented Raises (an array that is not [rows, features])
