@@ -290,3 +290,38 @@ def test_duck_typed_object_is_refused() -> None:
     hint = r"not instance of <class \"torchlean\.backend\.acceptance\.AcceptedKernel\">"
     with pytest.raises(BeartypeCallHintViolation, match=hint):
         bind(Duck(), HANDLER)  # type: ignore[arg-type]
+
+
+def test_the_beartype_hints_refuse_forgeries_in_an_api_of_ones_own() -> None:
+    """``Accepted``, ``AcceptedGraph`` and ``Executable`` (DESIGN.md §1.4's ``Is[...]`` validators,
+    offered for a ``@beartype`` API of one's own; review180 F5: nothing exercised them): a minted
+    value passes, a forgery of the same class is beartype's violation."""
+    from beartype import beartype
+
+    from torchlean.backend.acceptance import Accepted, AcceptedGraph
+    from torchlean.backend.binding import Executable
+
+    @beartype
+    def takes_accepted(kernel: Accepted) -> str:
+        return kernel.op.label
+
+    @beartype
+    def takes_graph(plan: AcceptedGraph) -> int:
+        return len(plan.kernels)
+
+    @beartype
+    def takes_executable(kernel: Executable) -> str:
+        return kernel.op.label
+
+    accepted, graph = _accepted(), _accepted_graph()
+    assert takes_accepted(accepted) == "relu"
+    assert takes_graph(graph) == len(graph.kernels)
+    assert takes_executable(bind(accepted, HANDLER)) == "relu"
+    forged_kernel = _forge(AcceptedKernel, op=accepted.op, capsule=accepted.capsule)
+    forged_graph = _forge(AcceptedGraphKernelPlan, **{f.name: getattr(graph, f.name)
+                                                      for f in dataclasses.fields(graph)})
+    forged_executable = _forge(ExecutableKernel, accepted=accepted, handler=HANDLER)
+    for call, forged in ((takes_accepted, forged_kernel), (takes_graph, forged_graph),
+                         (takes_executable, forged_executable)):
+        with pytest.raises(BeartypeCallHintViolation):
+            call(forged)

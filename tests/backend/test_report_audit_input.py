@@ -154,15 +154,24 @@ POLICY = "a KernelPolicy as policy (profile.policy)"
         ("graph_plan_lines", lambda value: report.graph_plan_lines(value), GRAPH_PLAN),
         ("group_lines", lambda value: report.group_lines(value, _graph_plans()[1]), GRAPH_PLAN),
         ("group_lines", lambda value: report.group_lines(_graph_plans()[0], value), GROUPED),
+        ("verdict", lambda value: report.verdict(value),
+         "a ContractCheck as check (what audit.check_contracts(policy) returns)"),
+        ("profile_to_json", lambda value: report.profile_to_json("checked_cpu", value), POLICY),
+        ("plan_to_json", lambda value: report.plan_to_json("checked_cpu", value, None), POLICY),
+        ("plan_to_json", lambda value: report.plan_to_json(
+            "checked_cpu", profiles.get("checked_cpu").policy, value
+        ), "a KernelPlan as plan (what profile.plan_ops(ops) returns)"),
     ],
     ids=["rows_lines", "boundary_line", "check_lines", "summary_line", "plan_report-policy",
-         "plan_report-plan", "graph_plan_lines", "group_lines-plan", "group_lines-grouped"],
+         "plan_report-plan", "graph_plan_lines", "group_lines-plan", "group_lines-grouped", "verdict",
+         "profile_to_json", "plan_to_json-policy", "plan_to_json-plan"],
 )  # fmt: skip
 @pytest.mark.parametrize("value", [None, "relu"])
 def test_the_plan_and_graph_helpers_refuse_what_they_do_not_take(
     name: str, call: Callable[[Any], Any], expected: str, value: object
 ) -> None:
-    """review121 F3: ``rows_lines(None)``, ``check_lines(None)``, ``summary_line('x', None)``,
+    """review121 F3 (review180 F10: verdict, profile_to_json, plan_to_json): ``rows_lines(None)``,
+    ``check_lines(None)``, ``summary_line('x', None)``,
     ``boundary_line(None)``, ``graph_plan_lines(None)`` and ``group_lines(None, None)`` raised an
     ``AttributeError`` from inside; each names the function, the argument, what it takes and the
     value, as ``audit_line`` does."""
@@ -178,6 +187,10 @@ def test_the_plan_and_graph_helpers_render_what_they_take_as_before() -> None:
     assert report.rows_lines(audit)[0] == "relu -> reference.relu"
     assert report.boundary_line(audit) == "trusted external boundary: none"
     assert report.check_lines(audit.check_contracts("checked")) == ["checked: accepted"]
+    assert report.verdict(audit.check_contracts("checked")) == "accepted"
+    assert report.profile_to_json("checked_cpu", profile.policy)["device"] == "cpu"
+    planned = report.plan_to_json("checked_cpu", profile.policy, plan)
+    assert planned["kernels"][0]["capsule"] == "reference.relu"
     assert report.summary_line("checked_cpu", profile.policy).startswith("profile=checked_cpu device=cpu ")
     assert report.plan_report("checked_cpu", profile.policy, plan).splitlines()[1] == (
         "trusted external boundary: none"

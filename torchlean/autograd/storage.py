@@ -18,7 +18,7 @@ is actually met, so the CPU path never imports it.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +40,6 @@ __all__ = [
     "device_scope",
     "device_type",
     "host_tensor",
-    "is_host",
     "like",
     "numpy_dtype",
     "reciprocal_overflows",
@@ -52,11 +51,6 @@ HOST = "cpu"
 """The device string of numpy storage."""
 
 _NUMPY_DTYPES: dict[Any, np.dtype[Any]] = {}
-
-
-def is_host(data: Storage) -> TypeGuard[npt.NDArray[Any]]:
-    """True for numpy (host) storage."""
-    return isinstance(data, np.ndarray)
 
 
 def numpy_dtype(data: Storage) -> np.dtype[Any]:

@@ -258,6 +258,8 @@ def matches_preference(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
 
 
 def matches_device(policy: KernelPolicy, capsule: KernelCapsule) -> bool:
+    """Whether the capsule runs on the policy's device (the original's device filter: a ``cuda``
+    policy never selects a ``cpu`` capsule, nor the reverse)."""
     return policy.device is capsule.device
 
 

@@ -14,13 +14,11 @@ from typing import Any
 from beartype import beartype
 
 from torchlean.backend.acceptance import (
-    AcceptanceFailure,
     AcceptedGraphKernelPlan,
     AcceptedKernel,
-    EvidenceRejected,
     GraphKernelPlanResult,
 )
-from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit, ObligationReport
+from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
 from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.contracts import ContractClaim, ContractDescriptor, ContractEvidence
 from torchlean.backend.fields import BackendTypeError, describe, iterable_argument
@@ -37,14 +35,11 @@ __all__ = [
     "boundary_line",
     "capsule_row_to_json",
     "capsule_table",
-    "capsule_to_json",
     "check_lines",
-    "check_to_json",
     "checked_kernel_to_json",
     "descriptor_line",
     "detailed_report_lines",
     "explain_lines",
-    "failure_to_json",
     "graph_plan_lines",
     "graph_result_lines",
     "group_lines",
@@ -78,6 +73,8 @@ def _require(value: object, cls: type[object], function: str, expected: str, hin
 
 
 _POLICY = "a KernelPolicy as policy (profile.policy)"
+_PLAN = "a KernelPlan as plan (what profile.plan_ops(ops) returns)"
+_CHECK = "a ContractCheck as check (what audit.check_contracts(policy) returns)"
 _PLAN_AUDIT = "a KernelPlanAudit as audit (what plan.audit() returns)"
 _GRAPH_PLAN = "a GraphKernelPlan as plan (what profile.plan_graph(graph) returns)"
 
@@ -215,7 +212,7 @@ def plan_report(
             review146 F5).
     """
     _require(policy, KernelPolicy, "plan_report", _POLICY)
-    _require(plan, KernelPlan, "plan_report", "a KernelPlan as plan (what profile.plan_ops(ops) returns)")
+    _require(plan, KernelPlan, "plan_report", _PLAN)
     if notes is not None and not isinstance(notes, Mapping):
         raise BackendTypeError(
             f"plan_report: notes must be a mapping of capsule identity to note or None, got {describe(notes)}"
@@ -262,8 +259,7 @@ def check_lines(check: ContractCheck) -> list[str]:
     Raises:
         BackendTypeError: ``check`` is not a :class:`ContractCheck` (``audit.check_contracts(policy)``).
     """
-    expected = "a ContractCheck as check (what audit.check_contracts(policy) returns)"
-    _require(check, ContractCheck, "check_lines", expected)
+    _require(check, ContractCheck, "check_lines", _CHECK)
     label = check.policy.label
     if check.accepted:
         return [f"{label}: accepted"]
@@ -423,21 +419,6 @@ def _descriptor_to_json(descriptor: ContractDescriptor) -> JSON:
     }
 
 
-def capsule_to_json(capsule: KernelCapsule) -> JSON:
-    """Every field of ``capsule`` as JSON-ready data (labels for enums)."""
-    return {
-        "name": capsule.name,
-        "op": capsule.op.label,
-        "provider": capsule.provider.label,
-        "device": capsule.device.label,
-        "trust": capsule.trust_level.label,
-        "supports_forward": capsule.supports_forward,
-        "vjp": capsule.vjp_mode.label,
-        "reduction": capsule.numerical_policy.reduction.label,
-        "contracts": {o.label: _descriptor_to_json(d) for o, d in capsule.contracts()},
-    }
-
-
 def audit_to_json(row: KernelAudit) -> JSON:
     """One audit row: op, capsule, provider, device, trust, vjp, reduction and the four contracts.
 
@@ -466,7 +447,12 @@ def audit_to_json(row: KernelAudit) -> JSON:
 def profile_to_json(name: str, policy: KernelPolicy) -> JSON:
     """The profile a report is made under: ``profile`` (its name), ``device``, ``provider`` (the
     preference), ``assurance`` and ``vjp`` (labels), the facts of :func:`summary_line` and the
-    provider preference; the head of every backend command's JSON document."""
+    provider preference; the head of every backend command's JSON document.
+
+    Raises:
+        BackendTypeError: ``policy`` is not a :class:`KernelPolicy`, as :func:`summary_line` says.
+    """
+    _require(policy, KernelPolicy, "profile_to_json", _POLICY)
     return {
         "profile": name,
         "device": policy.device.label,
@@ -477,7 +463,14 @@ def profile_to_json(name: str, policy: KernelPolicy) -> JSON:
 
 
 def plan_to_json(name: str, policy: KernelPolicy, plan: KernelPlan) -> JSON:
-    """The facts of :func:`plan_report` as JSON-ready data."""
+    """The facts of :func:`plan_report` as JSON-ready data.
+
+    Raises:
+        BackendTypeError: ``policy`` is not a :class:`KernelPolicy` or ``plan`` not a
+            :class:`KernelPlan`, as :func:`plan_report` says.
+    """
+    _require(policy, KernelPolicy, "plan_to_json", _POLICY)
+    _require(plan, KernelPlan, "plan_to_json", _PLAN)
     audit = plan.audit()
     return {
         **profile_to_json(name, policy),
@@ -486,28 +479,13 @@ def plan_to_json(name: str, policy: KernelPolicy, plan: KernelPlan) -> JSON:
     }
 
 
-def _report_to_json(report: ObligationReport) -> JSON:
-    return {
-        "op": report.op.label,
-        "capsule": report.capsule_name,
-        "obligation": report.obligation.label,
-        "claim": report.claim.label,
-        "evidence": _evidence_to_json(report.evidence),
-    }
-
-
-def check_to_json(check: ContractCheck) -> JSON:
-    """``policy`` (its label), ``accepted`` and the ``rejected`` obligations (op, capsule,
-    obligation, claim and evidence labels, evidence kind and name)."""
-    return {
-        "policy": check.policy.label,
-        "accepted": check.accepted,
-        "rejected": [_report_to_json(report) for report in check.rejected],
-    }
-
-
 def verdict(check: ContractCheck) -> str:
-    """``accepted`` or ``rejected``: the word of :func:`check_lines` for ``check``."""
+    """``accepted`` or ``rejected``: the word of :func:`check_lines` for ``check``.
+
+    Raises:
+        BackendTypeError: ``check`` is not a :class:`ContractCheck`, as :func:`check_lines` says.
+    """
+    _require(check, ContractCheck, "verdict", _CHECK)
     return _word(check.accepted)
 
 
@@ -548,11 +526,3 @@ def _word(accepted: bool) -> str:
     return "accepted" if accepted else "rejected"
 
 
-def failure_to_json(failure: AcceptanceFailure) -> JSON:
-    """One acceptance failure as JSON: ``{"kind": ..., "message": ...}`` (the original's
-    constructor name, ``operationMismatch`` ... ``evidenceRejected``, and the one-line message),
-    with ``"report"`` (the evidence report) for an :class:`EvidenceRejected`."""
-    data: JSON = {"kind": failure.kind, "message": failure.message}
-    if isinstance(failure, EvidenceRejected):
-        data["report"] = _report_to_json(failure.report)
-    return data

@@ -112,10 +112,6 @@ class Device(LabelledEnum):
     CUSTOM = "custom"
     EXTERNAL = "external"
 
-    @property
-    def cli_name(self) -> str:
-        return self.label
-
     @classmethod
     def parse(cls, label: str | Device) -> Device:
         """Parse a device name (a :class:`Device` is returned as it is); the error text is the

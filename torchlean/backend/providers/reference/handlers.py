@@ -17,7 +17,7 @@ from torchlean.backend.providers.linked import Array, LinkedKernel, convention_k
 from torchlean.backend.providers.reference import kernels, spatial
 from torchlean.backend.vocabulary import BackendOp, Device, Provider
 
-__all__ = ["HANDLER_NAME", "LINKED_KERNELS", "REFERENCE_OPS"]
+__all__ = ["HANDLER_NAME", "LINKED_KERNELS"]
 
 HANDLER_NAME = "TorchLean reference CPU"
 
@@ -81,8 +81,5 @@ _TABLE: tuple[tuple[BackendOp, _Forward, _VJP | None], ...] = (
         kernels.scaled_dot_product_attention_vjp,
     ),
 )
-
-REFERENCE_OPS: tuple[BackendOp, ...] = tuple(op for op, _, _ in _TABLE)
-"""The 45 ops the reference provider implements, in catalog order."""
 
 LINKED_KERNELS: tuple[LinkedKernel, ...] = tuple(_linked(op, fwd, vjp) for op, fwd, vjp in _TABLE)
