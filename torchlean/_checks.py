@@ -14,8 +14,9 @@ accepted set it documents, so there are three integer predicates, from widest to
 All three refuse ``bool`` (and ``numpy.bool_``, which is not an integer type): ``True`` is not a
 size, an index or a seed, as torch refuses it too.
 
-This module imports nothing from torchlean, so every package may import it except
-``torchlean.backend``, which imports nothing above itself.
+From torchlean this module imports only ``torchlean.backend.display`` (a leaf of the backend), so
+every package may import it except ``torchlean.backend``, which imports nothing above itself
+(``tests/backend/test_layering.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """TorchLean's own autograd: the tape, gradient mode, dispatch of accepted kernels, eager sessions.
 
-Depends on ``torchlean.backend`` and its providers (DESIGN.md §2); never on ``torch.autograd``.
+Depends on ``torchlean.backend`` and its providers (DESIGN.md §2), ``spec`` and ``ir``, and on
+``torchlean.tensor``, the Tensor it records: tensor, autograd and functional are one layer, whose
+cycle runs through imports inside functions; nothing here imports ``nn``, ``optim`` or above
+(``tests/backend/test_layering.py``). Never on ``torch.autograd``.
 """
 
 from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
