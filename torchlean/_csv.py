@@ -438,7 +438,7 @@ def _well_formed(
     On ASCII text without ``_``, every cell that Python's ``float`` reads is one that
     :data:`torchlean._checks.DECIMAL_NUMBER` accepts once ``str.strip`` removed its blanks, with the
     same value (tested in tests/data/test_csv_fast_path.py); ``float`` refuses some that it accepts
-    (it does not strip ``\x1c``-``\x1f``). Any other column goes cell by cell, which decides.
+    (it does not strip ``\\x1c``-``\\x1f``). Any other column goes cell by cell, which decides.
     """
     if not rows:  # a Table built by hand (read_csv refuses a file without data rows)
         return np.empty((0, len(feature_idx)), dtype=np.float64), []
@@ -694,7 +694,7 @@ def read_csv(
 
     Quoting is Python's ``csv`` default (not strict), as spreadsheets write it: a blank after a
     closing quote (``"3" ,4``) stays in the cell, where blanks around a number or a label are
-    stripped anyway. A quoted cell may span lines (a class label ``"a\nb"``), but a quote left open
+    stripped anyway. A quoted cell may span lines (a class label ``"a\\nb"``), but a quote left open
     at the end of the file is refused (the rest of the file would be read into one cell); so is a
     label cell spanning lines that holds the delimiter, when :meth:`Table.columns` reads it (rows read
     into it between two misplaced quotes). A quoted cell may hold the delimiter (``"a;b"``).
@@ -901,7 +901,7 @@ def _not_utf8(file: Path, error: UnicodeDecodeError, shown: str) -> str:
     """The refusal of a file that is not UTF-8 text: a UTF-16 one by its byte-order mark (Excel's
     "Unicode Text"; review43 F1), else the line and file offset of its first byte that is not
     UTF-8 (a regular file is read again as bytes for them: the decoder's offset is within the chunk
-    it was decoding; lines end at ``\n``, ``\r\n`` or ``\r``, as the reader counts them) and the way
+    it was decoding; lines end at ``\\n``, ``\\r\\n`` or ``\\r``, as the reader counts them) and the way
     out: Windows Excel's "CSV (Comma delimited)" writes Windows-1252, which ``iconv`` or Excel's
     "CSV UTF-8" turns into UTF-8 (review42 F3). Messages name the file ``shown``."""
     advice = ("; save it as UTF-8 (Excel: \"CSV UTF-8\"), or convert it, e.g. iconv -f WINDOWS-1252 "
@@ -1321,7 +1321,7 @@ def _refuse_open_quote(file: str, start: int, end: int) -> None:
 
 
 def _line_breaks(cell: str) -> int:
-    """How many line breaks ``cell`` holds (``\r\n`` is one, as the file's lines count it)."""
+    """How many line breaks ``cell`` holds (``\\r\\n`` is one, as the file's lines count it)."""
     return cell.count("\n") + cell.count("\r") - cell.count("\r\n")
 
 

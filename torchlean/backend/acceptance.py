@@ -316,6 +316,9 @@ is beartype's violation); torchlean's consumers call :func:`require_minted` inst
 def accept(planned: PlannedKernel, policy: KernelPolicy) -> AcceptedKernel:
     """The gate: re-check ``planned`` under ``policy`` and mint an :class:`AcceptedKernel`.
 
+    Source: the seed chapter ("Contract Checks"); anchor-backend.md §2.12 (the full acceptance
+    gate), its failures and messages §3.1.
+
     Raises:
         AcceptanceError: with every :class:`AcceptanceFailure` (``.failures``).
         BackendTypeError: ``planned`` or ``policy`` of the wrong type (:func:`acceptance_failures`).

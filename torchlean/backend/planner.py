@@ -186,6 +186,9 @@ def _checked_registry(registry: object) -> tuple[KernelCapsule, ...]:
 def plan_op(policy: KernelPolicy, registry: Iterable[KernelCapsule], op: BackendOp | str) -> PlannedKernel:
     """Choose the capsule for ``op`` (a member or an op label).
 
+    Source: the seed chapter ("Kernel Selection Plans"); anchor-backend.md §2.2-§2.3 (admissibility,
+    ``chooseCapsuleFor?``), the message §3.1.
+
     Raises:
         PlanningError: ``no admissible kernel capsule for op {op} on device {device}``.
         UnknownLabelError, BackendTypeError: as :func:`requested_op`; BackendTypeError also for a
@@ -204,6 +207,9 @@ def plan_ops(
     policy: KernelPolicy, registry: Iterable[KernelCapsule], ops: Iterable[BackendOp | str]
 ) -> KernelPlan:
     """Plan every op in order (members or op labels; see :func:`requested_ops`).
+
+    Source: anchor-backend.md §2.4 (planning a list of ops); every missing op is reported, where
+    the original stops at the first (DESIGN.md §1.8).
 
     Raises:
         PlanningError: one message per distinct missing op (request order), in ``.messages``.

@@ -271,6 +271,9 @@ class BackendProfile:
         (:func:`~torchlean.backend.registry.built_in_claims_difference`), or the acceptance gate
         refuses it under the profile's policy (evidence its assurance rejects); then the result line.
 
+        Source: DESIGN.md §1.8 ("why not" diagnostics, beyond the original), over the admissibility
+        rules of anchor-backend.md §2.2.
+
         Raises:
             UnknownLabelError: an unknown op label. BackendTypeError: ``op`` is neither a
                 :class:`BackendOp` nor a string (e.g. ``None``).
@@ -525,6 +528,8 @@ def profiles() -> tuple[BackendProfile, ...]:
 
 def get(name: str) -> BackendProfile:
     """The built-in profile called ``name``.
+
+    Source: anchor-backend.md §2.6 and §5 (the Generation B profiles); DESIGN.md §3.
 
     Raises:
         UnknownLabelError: ``unknown profile {name} (known: checked_cpu | checked_cuda | ...)``,

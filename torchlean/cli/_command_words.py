@@ -96,7 +96,7 @@ def _values(word: str, parsers: Sequence[argparse.ArgumentParser]) -> int | None
     return counts.pop() if len(counts) == 1 else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Head:
     """The words before the command's name, as the command's parser would read them."""
 

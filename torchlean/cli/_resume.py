@@ -1012,7 +1012,7 @@ def data_digest(dataset: data.Dataset) -> str:
     return provenance.data_sha256(dataset)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunMatch:
     """Data that hash as a checkpoint's run's data did (:func:`run_match`): ``dataset`` as that
     run held them (its columns put in the checkpoint's order when ``reordered``), and how their

@@ -653,7 +653,7 @@ def _run_delimiter_clause(args: argparse.Namespace, saved: checkpoint.Checkpoint
             f"(predict reads commas without --delimiter): pass --delimiter {spelled} if these are such data")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DataComparison:
     """``--dataset`` loaded and split as a checkpoint's run loaded its data (:func:`compare_data`).
 

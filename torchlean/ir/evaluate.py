@@ -132,6 +132,9 @@ def evaluate(
 ) -> list[Array]:
     """Compute every node's value, in graph order; ``result[i]`` is node ``i``'s array.
 
+    Source: anchor-runtime.md §4.3 (the ``NN.IR`` graph model and its node semantics), each node
+    computed by the reference provider's kernel for its op (anchor-backend.md §2.7's op mapping).
+
     ``inputs`` is a mapping from each ``input`` node id to an array (or array-like) of the node's
     shape, of dtype float32, float64, int64 or bool. As in eager execution and the typed-graph
     executor, int64 and bool values move through ``reshape``, ``flatten``, ``permute``,

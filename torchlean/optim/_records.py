@@ -1264,6 +1264,8 @@ def by_name(name: str, lr: RealLike) -> OptimizerConfig:
     """The optimizer called ``name`` with learning rate ``lr`` and default other settings,
     validated at once.
 
+    Source: anchor-runtime.md §3.1 (the optimizers and their defaults), with torch.optim's names.
+
     Raises:
         UnknownLabelError: ``unknown optimizer X (known: sgd | adam | ...)``.
         OptimizerError: ``lr`` is not a real number or is out of its domain.
