@@ -11,24 +11,25 @@ exited in the task cannot be undone there (its token belongs to the creator's co
 
 from __future__ import annotations
 
-import enum
 from contextvars import ContextVar, Token
 from typing import Generic, TypeVar
+
+from torchlean.backend.vocabulary import LabelledEnum
 
 __all__ = ["EntryRecord", "ExitOutcome"]
 
 _T = TypeVar("_T")
 
 
-class ExitOutcome(enum.Enum):
+class ExitOutcome(LabelledEnum):
     """What :meth:`EntryRecord.exit` found."""
 
-    RESTORED = enum.auto()
+    RESTORED = "restored"
     """The owner's last open entry in this context was undone."""
-    NOT_ENTERED = enum.auto()
+    NOT_ENTERED = "not-entered"
     """The owner has no open entry in this thread or task (never entered, already exited, or
     entered in another thread or task); nothing changed."""
-    OTHER_CONTEXT = enum.auto()
+    OTHER_CONTEXT = "other-context"
     """The owner's last entry was made in another context (the task's creator); nothing changed."""
 
 

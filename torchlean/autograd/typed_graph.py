@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from torchlean.autograd.tape import AutogradError, run_backward
 from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.sealed import require_minted
+from torchlean.backend.vocabulary import LabelledEnum
 from torchlean.ir.graph import Graph, Node
 from torchlean.ir.infer import check_shapes
 from torchlean.ir.ops import (
@@ -140,7 +140,7 @@ def _swap(rank: int, a: int, b: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
-class StepKind(Enum):
+class StepKind(LabelledEnum):
     """What one schedule step does."""
 
     INPUT = "input"
@@ -150,7 +150,7 @@ class StepKind(Enum):
     KERNEL = "kernel"
 
 
-class Source(Enum):
+class Source(LabelledEnum):
     """Where a kernel operand comes from; resolved once, when the schedule is built."""
 
     SLOT = "slot"  # the value of an earlier node: ``values[key]``
