@@ -7,7 +7,9 @@ filtered when a plan is made, not when a module is registered.
 
 The maintained modules (Generation B) are ``attention``, ``native-cuda``, ``reference``; the
 ``libtorch`` and ``aten`` modules are opt-in. Provider data modules are imported lazily, because
-they import :class:`CapsuleModule` from here.
+they import :class:`CapsuleModule` from here: assembling the shipped catalog is the one place the
+backend's core reaches into the provider packages (all inside ``torchlean.backend``, as the
+layering test ``tests/backend/test_layering.py`` allows; review180 F3).
 """
 
 from __future__ import annotations
