@@ -12,7 +12,8 @@ in float64; 1e30 in float32).
 logsumexp -inf, zero gradients); it now tracks per row whether any allowed key was seen,
 separately from the online softmax's running max, so the row is NaN (logsumexp NaN, and NaN
 gradients from it), while a key tile whose allowed scores are all -inf, seen before a finite
-one, still adds nothing. ``torchlean.composed_attention`` and ``native_cuda.hard_masked_softmax``
+one, adds only its products ``0 * v`` (NaN where v is not finite, as the reference's fold:
+review178 F1). ``torchlean.composed_attention`` and ``native_cuda.hard_masked_softmax``
 already gave the reference's values; they are pinned here too, with the native softmax kernel's
 row-length regimes (one warp per row: fewer entries than lanes, exactly one per lane, several per
 lane) and the attention kernel's key tile boundary (``kAttnBc`` keys per tile).
@@ -218,6 +219,34 @@ def test_a_minus_inf_key_gives_the_same_rows_emulated(dtype: torch.dtype, emulat
             assert_array_equal(got, want)
         assert_array_equal(grads[0][0, 2], [0.0])  # the fully blocked row: zero gradient
         assert np.isnan(grads[0][0, 0]).all() and np.isnan(grads[2][0, 0]).all()
+
+
+@pytest.mark.parametrize("minus_inf_tile_first", [True, False], ids=["tile-first", "tile-second"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_an_allowed_minus_inf_key_with_an_infinite_value_reaches_the_row_in_either_tile_emulated(
+    dtype: torch.dtype, minus_inf_tile_first: bool, emulation: ModuleType
+) -> None:
+    """review178 F1: a key tile whose allowed scores were all -inf was skipped whole while the
+    row's running max was -inf, so an allowed key of weight exactly 0 with v = inf never added
+    0 * inf = NaN: the direct forward was finite when that tile came first, NaN when it came
+    second (and its backward NaN either way). The reference folds 0 * v for every allowed key."""
+    nk, d, dv = 2 * TILE, 4, 3
+    r = np.random.default_rng(0)
+    q = np.zeros((1, 1, d))
+    q[..., 0] = 1.0
+    k, v = r.standard_normal((1, nk, d)), r.standard_normal((1, nk, dv))
+    tile = slice(0, TILE) if minus_inf_tile_first else slice(TILE, nk)
+    k[0, tile, :] = 0.0
+    k[0, tile, 0] = -np.inf  # allowed scores exactly -inf across one key tile
+    v[0, tile.start + 3, :] = np.inf
+    mask = np.ones((1, 1, nk), dtype=bool)
+    g = np.ones((1, 1, dv))
+    want_out, want_grads = _reference(q, k, v, mask, g)
+    assert np.isnan(want_out).all()  # by hand: 0 * inf is NaN in the value fold
+    for implementation in IMPLEMENTATIONS:
+        out, grads = _attention(implementation, q, k, v, mask, g, dtype)
+        assert np.isnan(out).all(), implementation
+        assert np.isnan(grads[0]).all() == np.isnan(want_grads[0]).all(), implementation
 
 
 # ----------------------------------------------------- random rows across the key tile boundary
@@ -556,10 +585,13 @@ def test_parity_cases_cover_minus_inf_rows() -> None:
     holds only -inf keys (an all -inf row, a row whose -inf tile comes before finite keys, a fully
     blocked row), and hard-masked softmax rows of 33 entries (two in lane 0)."""
     (attention,) = [c for c in parity.cases_for([parity.ATTENTION]) if c.name == "minus-inf-keys"]
-    q, k, _, mask = attention.make(np.random.default_rng(0)).arrays
-    assert q is not None and k is not None and mask is not None
+    q, k, v, mask = attention.make(np.random.default_rng(0)).arrays
+    assert q is not None and k is not None and v is not None and mask is not None
     assert k.shape[-2] > 2 * TILE and np.isneginf(k[:, :TILE, 0]).all() and np.isfinite(k[:, TILE:]).all()
     assert not mask[:, 0].any()
+    # review178 F1: an inf value row at a -inf key of the first tile, attended by query 4 alone
+    assert np.isposinf(v[:, 7]).all() and (mask[:, :, 7] == (np.arange(mask.shape[1]) == 4)).all()
+    assert mask[:, 4, TILE:].any(-1).all()
     assert mask[:, 1].any(-1).all() and not mask[:, 1, TILE:].any()
     assert mask[:, 2, :TILE].any(-1).all() and mask[:, 2, TILE:].any(-1).all()
     (softmax,) = [c for c in parity.cases_for(["hard_masked_softmax"]) if c.name == "minus-inf-rows"]

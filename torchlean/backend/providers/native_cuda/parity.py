@@ -567,9 +567,14 @@ def _minus_inf_keys(r: np.random.Generator) -> Inputs:
       logsumexp) is NaN and NaN reaches dq of the row and dk, dv of the keys it attends, as in the
       reference (softmax's 0 / 0; torch SDPA gives 0 there, not TorchLean's convention);
     * query 2 attends -inf keys of the first tile and finite keys of later tiles: an ordinary
-      result (the all -inf tile, seen first, adds nothing); its dq is NaN only where the weight 0
-      of a -inf key meets that key's -inf (``0 * -inf``, as the reference);
-    * query 3 attends finite keys only; the other queries random masks.
+      result (the all -inf tile, seen first, adds only products ``0 * v``); its dq is NaN only
+      where the weight 0 of a -inf key meets that key's -inf (``0 * -inf``, as the reference);
+    * query 3 attends finite keys only;
+    * query 4 attends key 7, a -inf key of the first tile whose value row is inf, and finite keys
+      of later tiles: the weight 0 of key 7 still multiplies its value, so the output is NaN, as
+      the reference's ``0 * inf`` (review178 F1: the direct kernel skipped that tile, seen first,
+      and gave a finite row); no other query attends key 7;
+    * query 5 a random mask.
     """
     batch, nq, nk, d, dv = 2, 6, 70, 4, 3
     q = _normal(r, batch, nq, d)
@@ -586,6 +591,9 @@ def _minus_inf_keys(r: np.random.Generator) -> Inputs:
     mask[:, 2, 5] = mask[:, 2, 40] = True
     mask[:, 3, :] = ~minus_inf & mask[:, 3, :]
     mask[:, 3, 50] = True
+    v[:, 7, :] = np.inf
+    mask[:, :, 7] = False
+    mask[:, 4, 7] = mask[:, 4, 45] = True
     return Inputs((q, k, v, mask))
 
 

@@ -226,11 +226,13 @@ TL_GLOBAL void attention_forward_kernel(const T* __restrict__ q, const T* __rest
       const unsigned int bits = __ballot_sync(kFullMask, allowed);
       seen[r] = seen[r] || bits != 0u;
       const T m_new = nan_max(m[r], warp_max(sv));
-      // Every allowed score so far is -inf (or none is allowed): the tile adds nothing (its
-      // weights are exp(-inf) = 0; shifting by -inf would make them NaN).  Uniform across the warp.
-      if (m_new == neg_inf<T>()) continue;
-      const T alpha = tl_exp(m[r] - m_new);  // 0 when m[r] is -inf
-      const T p = allowed ? tl_exp(sv - m_new) : T(0);
+      if (bits == 0u) continue;  // no allowed key of this row in the tile (uniform)
+      // Every allowed score so far is -inf: their weights are exactly 0 (shifting by -inf would
+      // make them NaN), but 0 * v still enters acc so that a non-finite v reaches the row as in
+      // the reference, whichever key tile it sits in.  Uniform across the warp.
+      const bool none_finite = m_new == neg_inf<T>();
+      const T alpha = none_finite ? T(1) : tl_exp(m[r] - m_new);  // 0 when m[r] is -inf
+      const T p = (allowed && !none_finite) ? tl_exp(sv - m_new) : T(0);
       l[r] = l[r] * alpha + warp_sum(p);
       TL_UNROLL for (int c = 0; c < CPL; ++c) acc[r][c] *= alpha;
       for (int jj = 0; jj < kAttnBc; ++jj) {
