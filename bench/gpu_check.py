@@ -179,10 +179,13 @@ GRADIENT_TOLERANCE = parity.TOLERANCE[torch.float32]
 """Largest error of the direct kernel's float32 gradients against SDPA float64 autograd, scaled
 by ``max(max|oracle|, 1)`` as parity's errors."""
 ERROR_MEASURES = {
-    "errors, scaled_difference, sdpa_float32_errors, difference_from_sdpa_float32": (
+    "errors, scaled_difference, sdpa_float32_errors, difference_from_sdpa_float32, "
+    "gradient_difference_from_sdpa_float32": (
         "max|ours - ref| / max(max|ref|, 1), ref the float64 oracle (for scaled_difference torch "
-        "SDPA's forward, for difference_from_sdpa_float32 SDPA's float32 gradients): relative "
-        "where ref reaches 1 in magnitude, absolute below; the one checked against the tolerance"
+        "SDPA's forward, for difference_from_sdpa_float32 and a timing row's "
+        "gradient_difference_from_sdpa_float32 SDPA's float32 gradients): relative where ref "
+        "reaches 1 in magnitude, absolute below; the one checked against the tolerance (a timing "
+        "row's gradients against timing_gradient_bound)"
     ),
     "unfloored_relative_errors, unfloored_relative_difference": (
         "max|ours - ref| / max|ref| (max|ours - ref| where ref is all zeros); reported, not checked"
@@ -193,6 +196,10 @@ ERROR_MEASURES = {
 }
 """The record's ``error_measures``: what each error field of its rows measures (review112 F7)."""
 GRADIENT_N = 1024
+TIMING_GRADIENT_BOUND = 100 * GRADIENT_TOLERANCE
+"""A timing row's bound on dq, dk, dv against SDPA's float32 gradients at that n (review178 F3: the
+backward's large grids were timed, never compared). Both are float32, so the bound is loose: it
+catches a wrong tile, index or grid (differences of order 1), not rounding."""
 SDPA_UNMASKED = "scaled_dot_product_attention(q, k, v)"
 SDPA_CAUSAL = "scaled_dot_product_attention(q, k, v, is_causal=True)"
 """``sdpa_baseline`` of a timing row: the SDPA call its ``sdpa_*_ms`` and ratios are measured
@@ -921,18 +928,41 @@ def _timing_row(
     row["tolerance"] = FORWARD_TOLERANCE
     row["forward_ratio"] = row["direct_forward_ms"] / row["sdpa_forward_ms"]
     row["forward_backward_ratio"] = row["direct_forward_backward_ms"] / row["sdpa_forward_backward_ms"]
+    problems = []
     if not row["scaled_difference"] <= FORWARD_TOLERANCE:
-        row["problems"] = [
+        problems.append(
             f"forward differs from torch SDPA by {row['scaled_difference']:.2e} > {FORWARD_TOLERANCE:g}"
-        ]
+        )
+    # the backward at this n against SDPA's float32 gradients (is_causal: no n x n matrix)
+    out, lse = kernels.direct_attention_forward(q, k, v, mask)
+    mine = kernels.direct_attention_backward(g, q, k, v, mask, out=out, lse=lse)[:3]
+    theirs_grads = _sdpa_gradients(q, k, v, g, None, causal=masked)
+    row["gradient_difference_from_sdpa_float32"] = differences = {
+        name: _errors(ours_grad, their_grad)[0] if ours_grad is not None else math.nan
+        for name, ours_grad, their_grad in zip(("dq", "dk", "dv"), mine, theirs_grads, strict=True)
+    }
+    row["timing_gradient_bound"] = TIMING_GRADIENT_BOUND
+    problems += [
+        f"{name} differs from torch SDPA's float32 gradient by {value:.2e} > {TIMING_GRADIENT_BOUND:g}"
+        for name, value in differences.items()
+        if not value <= TIMING_GRADIENT_BOUND
+    ]
+    if problems:
+        row["problems"] = problems
     return row
 
 
 def _sdpa_gradients(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, mask: torch.Tensor | None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    mask: torch.Tensor | None,
+    *,
+    causal: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     leaves = [t.unsqueeze(0).detach().clone().requires_grad_(True) for t in (q, k, v)]
-    out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask)
+    out = F.scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], attn_mask=mask, is_causal=causal)
     return tuple(grad[0] for grad in torch.autograd.grad(out, leaves, g.unsqueeze(0)))
 
 

@@ -458,7 +458,10 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     assert causal["sdpa_baseline"] == "scaled_dot_product_attention(q, k, v, is_causal=True)"
     assert not {"sdpa_bool_mask_forward_ms", "sdpa_bool_mask_forward_backward_ms"} & plain.keys()
     assert causal["sdpa_bool_mask_forward_ms"] > 0 and causal["sdpa_bool_mask_forward_backward_ms"] > 0
-    for r in (plain, causal):
+    for r in (plain, causal):  # review178 F3: the backward at the timed n, against SDPA float32
+        assert set(r["gradient_difference_from_sdpa_float32"]) == {"dq", "dk", "dv"}
+        assert max(r["gradient_difference_from_sdpa_float32"].values()) <= 1e-5
+        assert r["timing_gradient_bound"] == 1e-3
         assert r["forward_ratio"] == r["direct_forward_ms"] / r["sdpa_forward_ms"]
         assert r["forward_backward_ratio"] == r["direct_forward_backward_ms"] / r["sdpa_forward_backward_ms"]
     for r in rows[2:]:
@@ -479,7 +482,24 @@ def test_timing_rows_arrive_as_they_finish_and_check_the_attention(
     (bad,) = gpu_check._timings([33], [64], 1, 1, torch.device("cpu"), gradient_n=20)[:1]
     assert bad["passed"] is False
     assert bad["scaled_difference"] > 1e-4
-    assert bad["problems"] == [f"forward differs from torch SDPA by {bad['scaled_difference']:.2e} > 1e-05"]
+    # the wrong output also reaches the backward's row sums (delta = rowsum(dO * O)): dq moves
+    assert bad["problems"][0] == f"forward differs from torch SDPA by {bad['scaled_difference']:.2e} > 1e-05"
+    assert all(p.startswith("dq differs from torch SDPA's float32 gradient by ") for p in bad["problems"][1:])
+
+    backward = kernels.direct_attention_backward
+
+    def off_backward(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        dq, dk, dv, *rest = backward(*args, **kwargs)
+        return (dq, dk, dv + 1e-2, *rest)
+
+    monkeypatch.setattr(kernels, "direct_attention_forward", forward)
+    monkeypatch.setattr(kernels, "direct_attention_backward", off_backward)
+    (bad,) = gpu_check._timings([33], [64], 1, 1, torch.device("cpu"), gradient_n=20)[:1]
+    assert bad["scaled_difference"] <= 1e-5  # the forward is right, the backward at this n is not
+    dv = bad["gradient_difference_from_sdpa_float32"]["dv"]
+    assert dv > 1e-3  # 1e-2 over max(max|dv|, 1)
+    assert bad["passed"] is False
+    assert bad["problems"] == [f"dv differs from torch SDPA's float32 gradient by {dv:.2e} > 0.001"]
 
 
 def test_timing_errors_are_floored_at_1_with_the_unfloored_relative_error_beside(
@@ -545,7 +565,9 @@ def test_causal_rows_time_sdpa_is_causal_as_the_baseline_and_the_bool_mask_besid
         "direct forward": 1.0, "sdpa is_causal no_grad": 2.0, "direct forward + direct backward": 3.0,
         "sdpa is_causal grad": 4.0, "sdpa bool_mask no_grad": 5.0, "sdpa bool_mask grad": 6.0,
     }  # fmt: skip
-    assert seen == ["direct forward", "sdpa bool_mask no_grad"]  # the forward check after the timings
+    # the forward check after the timings, then the backward's against SDPA is_causal's gradients
+    assert seen == ["direct forward", "sdpa bool_mask no_grad", "direct forward", "direct backward",
+                    "sdpa is_causal grad"]
     assert causal["direct_forward_ms"] == 1.0 and causal["direct_forward_backward_ms"] == 3.0
     assert causal["sdpa_forward_ms"] == 2.0 and causal["sdpa_forward_backward_ms"] == 4.0
     assert causal["sdpa_bool_mask_forward_ms"] == 5.0 and causal["sdpa_bool_mask_forward_backward_ms"] == 6.0
