@@ -25,7 +25,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    the others; each case ends with a device synchronisation, so an asynchronous fault is
    attributed to the case that caused it. A failing case (without a device fault) runs once
    more on the same inputs, recorded under ``rerun``: a failure that does not repeat points at a
-   race or uninitialised memory. The case fails either way.
+   race or uninitialised memory. The case fails either way. Then the small-tile attention cases
+   (``parity.SMALL_TILE_CASES``, in their dtypes) with the tiles planned for an sm_86/sm_89
+   card's 99 KiB of shared memory per block (``parity.tile_memory_cap``; their rows carry
+   ``tile_memory_cap``), so the smaller tiles, which an H100/H200 never picks, run on the GPU.
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
@@ -46,7 +49,9 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    which in float32 takes torch's slower masked path (review112 F4). A row fails when the direct
    forward differs from SDPA's with the same mask (for causal rows the boolean one) by more than
    1e-5 (``scaled_difference``, scaled as parity's errors; ``unfloored_relative_difference``
-   beside it).
+   beside it), or when its backward at that n differs from SDPA's float32 gradients (``is_causal``
+   for causal rows) by more than ``timing_gradient_bound`` (1e-3, loose: both are float32;
+   ``gradient_difference_from_sdpa_float32``).
    Then one gradient check per d at n = 1024 (no mask and causal): dq, dk, dv of the direct
    kernel (float32) against SDPA's autograd in float64 (``errors`` <= 1e-5, scaled as parity's;
    ``unfloored_relative_errors`` beside them), with SDPA's own float32 gradients recorded beside
@@ -424,12 +429,25 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
-def _parity_runs() -> list[tuple[parity.ParityCase, bool]]:
-    """The parity cases in sweep order, each with whether it runs on the composed capsule (each
-    runs in float32 and float64)."""
-    runs: list[tuple[parity.ParityCase, bool]] = [(case, False) for case in parity.CASES]
-    runs += [(case, True) for case in parity.cases_for([parity.ATTENTION]) if case.composed]
+def _parity_runs() -> list[tuple[parity.ParityCase, bool, torch.dtype, int]]:
+    """Every parity run in sweep order: ``(case, composed, dtype, tile_memory_cap)``. Each case
+    runs in float32 and float64 (attention cases of rank 3 or 4 also on the composed capsule),
+    then :data:`~parity.SMALL_TILE_CASES` in their dtypes with direct attention's tiles planned for
+    :data:`~parity.SMALL_TILE_SHARED_MEMORY` (an sm_86/sm_89 card's limit), so that the smaller
+    tiles, which an H100/H200 never picks itself, run on the GPU too (review178 F2); a cap of 0
+    is the device's own limit."""
+    both = (torch.float32, torch.float64)
+    runs = [(case, False, dtype, 0) for case in parity.CASES for dtype in both]
+    runs += [(case, True, dtype, 0) for case in parity.cases_for([parity.ATTENTION]) if case.composed
+             for dtype in both]
+    runs += [(case, False, dtype, parity.SMALL_TILE_SHARED_MEMORY) for case, dtype in parity.SMALL_TILE_CASES]
     return runs
+
+
+def _run_case(case: parity.ParityCase, dtype: torch.dtype, device: torch.device, composed: bool,
+              cap: int) -> parity.CaseResult:
+    with parity.tile_memory_cap(cap) if cap else contextlib.nullcontext():
+        return parity.run_case(case, dtype, device, composed=composed)
 
 
 def _parity(
@@ -437,57 +455,59 @@ def _parity(
     on_case: Callable[[dict[str, Any]], None] = lambda _: None,
     budget: Budget | None = None,
 ) -> list[dict[str, Any]]:
-    """Every parity case in float32 and float64 (attention cases of rank 3 or 4 also on the
-    composed capsule);
-    ``on_case`` gets each record as soon as it exists. Raises :class:`DeviceFault` (after passing
-    the faulting case's record) when a failed case left the device unusable."""
+    """Every parity run of :func:`_parity_runs` (each case in float32 and float64, attention cases
+    of rank 3 or 4 also on the composed capsule, then the small-tile cases under a shared-memory
+    cap, whose rows carry ``tile_memory_cap``); ``on_case`` gets each record as soon as it exists.
+    Raises :class:`DeviceFault` (after passing the faulting case's record) when a failed case left
+    the device unusable."""
     records: list[dict[str, Any]] = []
-    for case, composed in _parity_runs():
-        for dtype in (torch.float32, torch.float64):
-            label = f"{'composed:' if composed else ''}{case.id} [{str(dtype).removeprefix('torch.')}]"
-            if budget is not None and budget.exhausted():
-                raise _OutOfTime(f"parity from {label}")
-            print(f"  {label:<70}", end="", flush=True)  # a hang leaves the case's name on screen
-            start = time.perf_counter()
-            result = parity.run_case(case, dtype, device, composed=composed)
-            row = {
-                "case": result.case,
-                "op": result.op,
-                "capsule": _capsule_name(result.op, composed),
-                "dtype": result.dtype.removeprefix("torch."),
-                "errors": {k: _finite_or_text(v) for k, v in result.errors.items()},
+    for case, composed, dtype, cap in _parity_runs():
+        label = f"{'composed:' if composed else ''}{case.id} [{str(dtype).removeprefix('torch.')}]"
+        if budget is not None and budget.exhausted():
+            raise _OutOfTime(f"parity from {label}")
+        print(f"  {label:<70}", end="", flush=True)  # a hang leaves the case's name on screen
+        start = time.perf_counter()
+        result = _run_case(case, dtype, device, composed, cap)
+        row = {
+            "case": result.case,
+            "op": result.op,
+            "capsule": _capsule_name(result.op, composed),
+            "dtype": result.dtype.removeprefix("torch."),
+            "errors": {k: _finite_or_text(v) for k, v in result.errors.items()},
+            "unfloored_relative_errors": {
+                k: _finite_or_text(v) for k, v in result.unfloored_relative_errors.items()
+            },
+            "tolerance": result.tolerance,
+            "passed": result.passed,
+            "problems": list(result.problems),
+            "seconds": round(time.perf_counter() - start, 4),
+        }
+        if cap:
+            row["tile_memory_cap"] = cap
+        fault = None if result.passed else _device_fault(device)
+        verdict = "ok" if result.passed else "FAIL"
+        if not result.passed and fault is None:
+            # the same inputs once more: a failure that does not repeat points at a race or
+            # at uninitialised memory rather than at the arithmetic (the case still fails)
+            again = _run_case(case, dtype, device, composed, cap)
+            fault = _device_fault(device)
+            row["rerun"] = {
+                "passed": again.passed,
+                "errors": {k: _finite_or_text(v) for k, v in again.errors.items()},
                 "unfloored_relative_errors": {
-                    k: _finite_or_text(v) for k, v in result.unfloored_relative_errors.items()
+                    k: _finite_or_text(v) for k, v in again.unfloored_relative_errors.items()
                 },
-                "tolerance": result.tolerance,
-                "passed": result.passed,
-                "problems": list(result.problems),
-                "seconds": round(time.perf_counter() - start, 4),
+                "problems": list(again.problems),
             }
-            fault = None if result.passed else _device_fault(device)
-            verdict = "ok" if result.passed else "FAIL"
-            if not result.passed and fault is None:
-                # the same inputs once more: a failure that does not repeat points at a race or
-                # at uninitialised memory rather than at the arithmetic (the case still fails)
-                again = parity.run_case(case, dtype, device, composed=composed)
-                fault = _device_fault(device)
-                row["rerun"] = {
-                    "passed": again.passed,
-                    "errors": {k: _finite_or_text(v) for k, v in again.errors.items()},
-                    "unfloored_relative_errors": {
-                        k: _finite_or_text(v) for k, v in again.unfloored_relative_errors.items()
-                    },
-                    "problems": list(again.problems),
-                }
-                verdict += f" (run again: {'ok' if again.passed else 'FAIL'})"
-            records.append(row)
-            on_case(row)
-            worst = max(result.errors.values(), default=0.0)
-            worst_relative = max(result.unfloored_relative_errors.values(), default=0.0)
-            # the checked error is scaled by max(max|oracle|, 1), the relative one is not floored
-            print(f" max err {worst:.1e} (unfloored rel {worst_relative:.1e}) {verdict}", flush=True)
-            if fault is not None:
-                raise DeviceFault("parity", label, fault)
+            verdict += f" (run again: {'ok' if again.passed else 'FAIL'})"
+        records.append(row)
+        on_case(row)
+        worst = max(result.errors.values(), default=0.0)
+        worst_relative = max(result.unfloored_relative_errors.values(), default=0.0)
+        # the checked error is scaled by max(max|oracle|, 1), the relative one is not floored
+        print(f" max err {worst:.1e} (unfloored rel {worst_relative:.1e}) {verdict}", flush=True)
+        if fault is not None:
+            raise DeviceFault("parity", label, fault)
     return records
 
 
@@ -1236,7 +1256,7 @@ def _parity_phase(recorder: Recorder, device: torch.device, budget: Budget) -> l
     except (DeviceFault, _OutOfTime):
         raise
     except Exception:  # the sweep itself broke: record it, count as failure, say what never ran
-        not_run = 2 * len(_parity_runs()) - len(record["parity"])  # review127 F4
+        not_run = len(_parity_runs()) - len(record["parity"])  # review127 F4
         record["parity"].append({"case": "sweep", "passed": False, "not_run": not_run,
                                  "problems": [f"{not_run} cases not run after: {traceback.format_exc()}"]})
     finally:

@@ -449,6 +449,34 @@ def test_the_forward_refuses_heads_whose_backward_cannot_fit(smaller_device: Mod
     kernels.direct_attention(q.float(), q.float(), q.float())  # float32 fits
 
 
+@pytest.mark.parametrize(
+    ("case", "dtype"), parity.SMALL_TILE_CASES, ids=[case.name for case, _ in parity.SMALL_TILE_CASES]
+)
+def test_a_tile_memory_cap_runs_the_small_tile_cases_on_a_larger_device(
+    case: parity.ParityCase, dtype: torch.dtype, emulation: ModuleType
+) -> None:
+    """review178 F2: an H100/H200 never picks the smaller tiles, so bench/gpu_check.py plans them
+    under ``parity.tile_memory_cap`` (the emulation keeps its 227 KiB device here)."""
+    with parity.tile_memory_cap(parity.SMALL_TILE_SHARED_MEMORY):
+        _assert_case(case, dtype, torch.device("cpu"), IMPLEMENTATIONS[0])
+
+
+def test_the_tile_memory_cap_is_what_the_tiles_are_planned_for_and_is_restored(emulation: ModuleType) -> None:
+    """The cap, not the device's 227 KiB, is the limit the planner reads: below the smallest tile
+    the forward refuses, naming it; on exit the device's limit applies again. A negative cap is
+    refused."""
+    q = torch.ones(1, 3, 128, dtype=torch.float64)
+    with parity.tile_memory_cap(1024), pytest.raises(
+        GuardError, match=r"need 82944 bytes .* this device allows 1024 \(set_attention_tile_memory_cap\); "
+        r"the largest d \+ d_v that fits is 0"
+    ):
+        kernels.direct_attention(q, q, q)
+    assert emulation.set_attention_tile_memory_cap(0) == 0  # restored
+    kernels.direct_attention(q, q, q)
+    with pytest.raises(ValueError, match=r"set_attention_tile_memory_cap: bytes -1; accepted: 0"):
+        emulation.set_attention_tile_memory_cap(-1)
+
+
 # ------------------------------------------------------- the saved logsumexp belongs to its inputs
 
 

@@ -963,7 +963,8 @@ def test_stub_matches_the_bindings() -> None:
     tree = ast.parse((ROOT / "stubs" / "torchlean_native_ext.pyi").read_text())
     typed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert typed == bound
-    assert len(bound) == 1 + 46 + 44 + 2  # device_type, forwards, backwards, direct attention
+    # device_type, forwards, backwards, direct attention, its tile memory cap (review178 F2)
+    assert len(bound) == 1 + 46 + 44 + 2 + 1
 
 
 def test_smooth_max_pool_backward_checks_out_as_every_entry_point_checks_its_operands(

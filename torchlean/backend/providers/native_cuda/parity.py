@@ -44,8 +44,9 @@ and on the CPU through :func:`.extension.host_emulation`) and by ``bench/gpu_che
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,7 @@ import numpy.typing as npt
 import torch
 
 from torchlean.backend.providers import attention_kernels
-from torchlean.backend.providers.native_cuda import kernels
+from torchlean.backend.providers.native_cuda import extension, kernels
 from torchlean.backend.providers.native_cuda.capsules import MODULE as NATIVE_MODULE
 from torchlean.backend.providers.reference import kernels as ref
 from torchlean.backend.providers.reference import spatial as ref_spatial
@@ -70,6 +71,7 @@ __all__ = [
     "CaseResult",
     "ParityCase",
     "run_case",
+    "tile_memory_cap",
 ]
 
 Array = npt.NDArray[Any]
@@ -975,6 +977,27 @@ SMALL_TILE_CASES: tuple[tuple[ParityCase, torch.dtype], ...] = (
 """Attention cases (with their dtype) whose passes need the smaller tile on a device with
 :data:`SMALL_TILE_SHARED_MEMORY` per block; ``tests/cuda`` runs them on the emulation set to that
 limit (also under the sanitizers)."""
+
+
+@contextlib.contextmanager
+def tile_memory_cap(limit: int) -> Iterator[None]:
+    """Within the block, direct attention plans its tiles for at most ``limit`` bytes of dynamic
+    shared memory per block (the extension's ``set_attention_tile_memory_cap``, process-wide, on
+    the build kernels launch on: :func:`~torchlean.backend.providers.native_cuda.extension.active_module`),
+    so a GPU with room for the default tiles runs :data:`SMALL_TILE_CASES` on the smaller ones, as
+    a device with :data:`SMALL_TILE_SHARED_MEMORY` would (review178 F2). The previous cap is
+    restored on exit. Not for concurrent use from several threads.
+
+    Raises:
+        ValueError: a negative ``limit`` (the extension's refusal).
+        NativeExtensionError: the extension cannot be loaded.
+    """
+    module = extension.active_module()
+    previous = module.set_attention_tile_memory_cap(limit)
+    try:
+        yield
+    finally:
+        module.set_attention_tile_memory_cap(previous)
 
 
 def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:

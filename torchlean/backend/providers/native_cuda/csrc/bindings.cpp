@@ -307,6 +307,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          py::arg("g"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"),
          py::arg("mask_layout"), py::arg("out"), py::arg("lse"), py::arg("scale"),
          py::arg("stream"));
+  TL_DEF(set_attention_tile_memory_cap, py::arg("bytes"));
 #ifdef TORCHLEAN_EMULATE
   m.def("emulation_launch_with_shared_memory", &emulation_launch_with_shared_memory,
         py::arg("bytes"), py::arg("opt_in"),

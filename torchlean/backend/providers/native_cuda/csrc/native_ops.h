@@ -231,5 +231,10 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
                                 const Tensor& v, const OptTensor& mask, const Ints& mask_layout,
                                 const Tensor& out, const Tensor& lse, std::optional<double> scale,
                                 std::int64_t stream);
+// Plan direct attention's tiles for at most `bytes` of dynamic shared memory per block (0: the
+// device's own limit, the default), process-wide; returns the previous cap.  On a GPU with room
+// for the default tiles, a cap such as an sm_86/sm_89 card's 99 KiB runs the smaller tiles
+// (bench/gpu_check.py's small-tile parity cases; review178 F2).  A negative `bytes` is refused.
+std::int64_t set_attention_tile_memory_cap(std::int64_t bytes);
 
 }  // namespace torchlean_native
