@@ -137,7 +137,8 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         from_array = isinstance(data, np.ndarray | np.generic)
     if (masked := masked_entries(data)) is not None:
         raise TensorError(f"cannot create a tensor from {masked}")
-    raw = _read_values(source, data, widen=dtype is not None)
+    # the source numpy read (torch tensors inside a list replaced), which the re-reads below take
+    raw, source = _read_values(source, data, widen=dtype is not None)
     if raw.dtype.kind in "USV" and raw.size:  # strings, bytes: found again as the values written
         raw = np.asarray(source, dtype=object)
     # a float16 list cannot reach 2**63, which it would round to inf, warning (review179 F4)
@@ -178,17 +179,21 @@ def _infer_array(data: object, dtype: DTypeLike | None) -> Array:
         return np.array(raw, dtype=target, order="C", copy=True)
 
 
-def _read_values(source: object, data: object, *, widen: bool, retried: bool = False) -> Array:
-    """``np.asarray(source)``. Where numpy fails on torch tensors inside a list or tuple (one that
-    requires grad, bfloat16, meta or on a GPU: torch's bare ``TypeError``/``RuntimeError``,
-    review179 F2), those elements are read as :func:`_from_torch_array` reads a torch tensor given
-    alone (detached, copied to the host; ``widen`` as there) and the list is read again.
+def _read_values(
+    source: object, data: object, *, widen: bool, retried: bool = False
+) -> tuple[Array, object]:
+    """``np.asarray(source)`` and the source it read. Where numpy fails on torch tensors inside a
+    list or tuple (one that requires grad, bfloat16, meta or on a GPU: torch's bare
+    ``TypeError``/``RuntimeError``, review179 F2), those elements are read as
+    :func:`_from_torch_array` reads a torch tensor given alone (detached, copied to the host;
+    ``widen`` as there) and that list is read instead (and returned, for any later re-read of the
+    values: review181 F1).
 
     Raises:
         TensorError: ragged nested sequences; an element :func:`_from_torch_array` refuses.
     """
     try:
-        return np.asarray(source)
+        return np.asarray(source), source
     except ValueError as exc:
         raise TensorError(
             f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "

@@ -4,6 +4,7 @@ torch's own results on the same values, and the refusals a constant operand alre
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -13,17 +14,17 @@ import pytest
 import torch
 
 import torchlean as tl
-from torchlean.backend.errors import GuardError, GuardTypeError, TorchLeanError
+from torchlean.backend.errors import GuardTypeError, TorchLeanError
 from torchlean.tensor import TensorError, TensorTypeError
 
 LOGITS = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
 
 
-def test_bfloat16_target_probabilities_are_widened_as_a_constant_operand_is() -> None:
-    probs = torch.tensor([[0.25, 0.25, 0.5], [0.5, 0.25, 0.25]]).bfloat16()  # exact in bfloat16
-    ours = tl.cross_entropy(tl.tensor(LOGITS), probs).item()
-    theirs = torch.nn.functional.cross_entropy(torch.tensor(LOGITS), probs.double()).item()
-    assert ours == pytest.approx(theirs, rel=1e-15)
+def test_torch_target_probabilities_alone_or_in_a_list_give_torchs_loss() -> None:
+    probs = torch.tensor([[0.25, 0.25, 0.5], [0.5, 0.25, 0.25]], dtype=torch.float64)
+    theirs = torch.nn.functional.cross_entropy(torch.tensor(LOGITS), probs).item()
+    for target in (probs, list(probs), [row.detach().clone().requires_grad_(False) for row in probs]):
+        assert tl.cross_entropy(tl.tensor(LOGITS), target).item() == pytest.approx(theirs, rel=1e-15)
 
 
 def test_int8_torch_ids_index_as_numpy_ids() -> None:
@@ -49,12 +50,31 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
     "meta index": (
         lambda: tl.gather(tl.tensor(LOGITS), torch.zeros(2, 1, dtype=torch.int64, device="meta"), 1),
         TensorError, r"^gather: index: cannot copy a meta torch tensor"),
-    "bfloat16 mask": (
+    "bfloat16 mask": (  # named as given, not widened (review181 F3)
         lambda: tl.hard_masked_softmax(tl.tensor(LOGITS), torch.ones(2, 3).bfloat16()),
-        GuardTypeError, r"^hard_masked_softmax: mask has dtype float64; accepted: bool"),
+        TensorError, r"^hard_masked_softmax: mask: unsupported tensor dtype torch\.bfloat16"),
     "bfloat16 ids": (
         lambda: tl.embedding(torch.tensor([0.0, 1.0]).bfloat16(), tl.tensor(np.eye(3))),
-        GuardError, r"^embedding: ids have dtype float64 \(accepted: integers"),
+        TensorError, r"^embedding: ids: unsupported tensor dtype torch\.bfloat16"),
+    "bfloat16 target": (  # as mse_loss's target and a constant operand
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), torch.full((2, 3), 0.25).bfloat16()),
+        TensorError, r"^cross_entropy: target: unsupported tensor dtype torch\.bfloat16 .* converts it"),
+    "float32 mask": (
+        lambda: tl.hard_masked_softmax(tl.tensor(LOGITS), torch.ones(2, 3)),
+        GuardTypeError, r"^hard_masked_softmax: mask has dtype float32; accepted: bool"),
+    "list target requires grad": (  # review181 F2: lists went to numpy
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), [torch.full((3,), 1 / 3, dtype=torch.float64,
+                                                                requires_grad=True)] * 2),
+        TensorTypeError, r"^cross_entropy: target: element \[0\] is a torch tensor that requires grad"),
+    "list target bfloat16": (
+        lambda: tl.cross_entropy(tl.tensor(LOGITS), [[torch.tensor(0.25).bfloat16()] * 3] * 2),
+        TensorError, r"^cross_entropy: target: element \[0\]\[0\]: unsupported tensor dtype torch\.bfloat16"),
+    "constant list requires grad": (
+        lambda: tl.tensor(LOGITS) + [torch.ones(3, dtype=torch.float64, requires_grad=True)] * 2,
+        TensorTypeError, r"^a constant operand: element \[0\] is a torch tensor that requires grad"),
+    "copy_ list meta": (
+        lambda: tl.tensor(LOGITS).copy_([torch.ones(3, device="meta")] * 2),
+        TensorError, r"^the source of copy_\(\): element \[0\]: cannot copy a meta torch tensor"),
     "list of bfloat16": (
         lambda: tl.tensor([torch.ones(2).bfloat16(), torch.ones(2).bfloat16()]),
         TensorError, r"^cannot create a tensor from data\[0\]: unsupported tensor dtype torch\.bfloat16"),
@@ -79,6 +99,17 @@ def test_a_list_of_torch_tensors_numpy_cannot_read_is_read_as_a_tensor_given_alo
     np.testing.assert_array_equal(made.numpy(), [[1.0, 2.0], [3.0, 6.0]])
     widened = tl.tensor([torch.tensor([1.5]).bfloat16()], dtype="float64")
     np.testing.assert_array_equal(widened.numpy(), [[1.5]])
+
+
+def test_a_list_of_torch_tensors_reads_the_same_whatever_its_values() -> None:
+    """review181 F1: the checks of NaN, inf and 2**63 values re-read the original list with numpy,
+    so NaN in a requires-grad tensor, or inf in a bfloat16 one, raised torch's errors again."""
+    nan = tl.tensor([torch.tensor([math.nan, 1.0], dtype=torch.float64, requires_grad=True)])
+    np.testing.assert_array_equal(nan.numpy(), [[math.nan, 1.0]])
+    inf = tl.tensor([torch.tensor([math.inf, 1.0]).bfloat16()], dtype="float32")
+    np.testing.assert_array_equal(inf.numpy(), np.array([[math.inf, 1.0]], np.float32))
+    with pytest.raises(TensorTypeError, match=r"is not numeric data"):
+        tl.tensor([torch.tensor(1.0, requires_grad=True), "a"])
 
 
 def test_a_float16_list_reads_without_an_overflow_warning() -> None:

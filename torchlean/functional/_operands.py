@@ -90,7 +90,9 @@ def _constant_values(
     if (masked := masked_entries(value)) is not None:
         raise TensorError(f"{role}: {masked}")
     try:
-        raw = np.asarray(value)
+        raw, value = _host_values(value, role)
+    except TensorError:  # a torch element refused, named (a ValueError too)
+        raise
     except ValueError as exc:
         raise TensorError(
             f"cannot use {_preview(value)} as {role}: {exc} (accepted: a Python number, "
@@ -198,33 +200,84 @@ def _require_tensor(fn: str, name: str, value: object) -> Tensor:
     )
 
 
+def _torch_grad_refusal(role: str, t: Any) -> TensorTypeError:
+    return TensorTypeError(
+        f"{role} is a torch tensor that requires grad (shape {tuple(t.shape)}): torch's autograd "
+        "history does not reach torchlean's tape, so its gradient would be lost (accepted: "
+        "t.detach())"
+    )
+
+
+def _torch_elements(items: list[Any] | tuple[Any, ...], role: str, at: str = "") -> list[Any]:
+    """``items`` (nested lists and tuples) with each torch tensor read as a torch operand is
+    (:func:`_from_torch_array`; one that requires grad refused), for numpy to read.
+
+    Raises:
+        TensorTypeError: ``cross_entropy: target: element [1] is a torch tensor that requires grad ...``.
+        TensorError: an element :func:`_from_torch_array` refuses, named so.
+    """
+    read: list[Any] = []
+    for position, item in enumerate(items):
+        where = f"{at}[{position}]"
+        if isinstance(item, list | tuple):
+            item = _torch_elements(item, role, where)
+        elif _is_torch_tensor(item):
+            if item.requires_grad:
+                raise _torch_grad_refusal(f"{role}: element {where}", item)
+            try:
+                item = _from_torch_array(item)
+            except TensorError as exc:
+                raise TensorError(f"{role}: element {where}: {exc}") from exc
+        read.append(item)
+    return read
+
+
+def _host_values(value: object, role: str) -> tuple[npt.NDArray[Any], object]:
+    """``np.asarray(value)`` and the value it read: where numpy fails on torch tensors inside a
+    list or tuple (torch's bare ``TypeError``/``RuntimeError`` for one that requires grad, is
+    bfloat16, meta or on a GPU; review181 F2), those elements are read by :func:`_torch_elements`
+    and that list is read instead.
+
+    Raises:
+        ValueError: numpy's, for ragged nested sequences (the callers word it).
+        TensorTypeError, TensorError: as :func:`_torch_elements`.
+    """
+    try:
+        return np.asarray(value), value
+    except (TypeError, RuntimeError):
+        if not isinstance(value, list | tuple):
+            raise
+        read = _torch_elements(value, role)
+        return np.asarray(read), read
+
+
 def _array_like(fn: str, name: str, value: object) -> npt.NDArray[Any]:
     """``np.asarray(value)`` for an array-like mask, index or target operand of ``fn``; a torch
-    tensor is read as a constant operand's is (:func:`_from_torch_array`, bfloat16 widened to
-    float64), not by numpy, whose bare torch errors named no operand (review179 F2).
+    tensor, alone or inside lists, is read as a constant operand's is (:func:`_from_torch_array`:
+    a dtype numpy cannot hold, such as bfloat16, refused naming it), not by numpy, whose bare
+    torch errors named no operand (review179 F2, review181 F2, F3).
 
     Raises:
         TensorError: ragged nested sequences (``<fn>: <name> [[0], [0, 1]] is not a rectangular
             array: ...``), which numpy refuses with a bare ``ValueError``; a meta, sparse or
-            nested torch tensor (no dense values).
+            nested torch tensor (no dense values), or one of a dtype numpy cannot hold.
         TensorTypeError: a torch tensor that requires grad (its gradient would be lost).
     """
+    role = f"{fn}: {name}"
     if _is_torch_tensor(value):
         t: Any = value
         if t.requires_grad:
-            raise TensorTypeError(
-                f"{fn}: {name} is a torch tensor that requires grad (shape {tuple(t.shape)}): torch's "
-                "autograd history does not reach torchlean's tape, so its gradient would be lost "
-                "(accepted: t.detach())"
-            )
+            raise _torch_grad_refusal(role, t)
         try:
-            return _from_torch_array(t, widen=True)
+            return _from_torch_array(t)
         except TensorError as exc:
-            raise TensorError(f"{fn}: {name}: {exc}") from exc
+            raise TensorError(f"{role}: {exc}") from exc
     if (masked := masked_entries(value)) is not None:
-        raise TensorError(f"{fn}: {name}: {masked}")
+        raise TensorError(f"{role}: {masked}")
     try:
-        return np.asarray(value)
+        return _host_values(value, role)[0]
+    except TensorError:  # a torch element refused, named (a ValueError too)
+        raise
     except ValueError as exc:
         raise TensorError(
             f"{fn}: {name} {_preview(value)} is not a rectangular array: {exc} (accepted: a Tensor, "
