@@ -50,11 +50,12 @@ def clip_limit(name: str, value: object, caller: str) -> float:
 
 
 def _checked_grads(grads: object, caller: str) -> list[Array | None]:
-    """``grads`` as a list, each entry ``None`` or a numpy float array.
+    """``grads`` as a list, each entry ``None`` or a numpy float array (a subclass read as a plain
+    array: :func:`_plain_arrays`).
 
     Raises:
-        OptimizerError: not a sequence (:func:`_listed`), or an entry that is not a numpy float
-            array (:func:`_not_a_float_array`).
+        OptimizerError: not a sequence (:func:`_listed`), an entry that is not a numpy float
+            array (:func:`_not_a_float_array`), or a masked array with a masked entry.
     """
     listed: list[Array | None] = _plain_arrays("gradient", _listed("gradients", grads, caller), caller)
     for index, grad in enumerate(listed):

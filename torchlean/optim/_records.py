@@ -153,7 +153,8 @@ class OptimizerConfig(ABC):
                 without ``names``, ``names`` not one string per parameter, a group that selects
                 no parameter or a parameter two groups select (neither frozen), an override this
                 optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
-                that freeze every parameter (naming them).
+                that freeze every parameter (naming them); a parameter that is a masked array with
+                a masked entry (:func:`_plain_arrays`).
         """
         params = _plain_arrays("parameter", _listed("parameters", params))
         for index, param in enumerate(params):
@@ -943,7 +944,8 @@ class Optimizer(PicklesAtEveryProtocol):
     def step(self, params: Sequence[Array], grads: Sequence[Array | None]) -> list[Array]:
         """Return updated parameters (new arrays); for a ``None`` gradient, and for a frozen
         parameter (:meth:`is_frozen`, whatever its gradient), the parameter itself (the same array
-        object, unchanged).
+        object, unchanged; for a numpy array subclass such as ``np.matrix``, a plain-array view of
+        it).
 
         ``params[i]`` must have the shape and dtype of the ``i``-th parameter given to ``create``,
         and ``grads[i]`` (when not ``None``) the same shape and dtype (as ``torch`` requires of
@@ -959,7 +961,8 @@ class Optimizer(PicklesAtEveryProtocol):
                 created for shape (2,) and dtype float64``; ``optimizer: gradient 1 has shape (3,)
                 and dtype float32, but parameter 1 has shape (2,) and dtype float64``; a parameter
                 or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``;
-                ``params`` or ``grads`` that is a single array or not iterable (as in ``create``).
+                ``params`` or ``grads`` that is a single array or not iterable (as in ``create``); a
+                masked array with a masked entry (as in ``create``).
         """
         prepared = self._prepare_step(params, grads)
         store_together(lambda: self._commit_step(prepared))
