@@ -651,7 +651,9 @@ class _Validation:
 @dataclass(slots=True)
 class _GraphStep:
     """An accepted program, its output node, and (training) the dropout masks it takes as inputs
-    and the batch norm updates to apply after it runs (:class:`~torchlean.nn.lowering.Lowered`)."""
+    and the batch norm updates to apply after it runs (:class:`~torchlean.nn.lowering.Lowered`).
+    Mutable for one flag, ``recorded``, set once when its kernels are first recorded: the entry
+    lives in the trainer's LRU cache of steps, which evicts the flag with it."""
 
     program: GraphProgram
     output: int

@@ -24,7 +24,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-@dataclass
+@dataclass(slots=True)
 class EpochPace:
     """Watches the steps of a run's first epoch (``steps`` of them) for :meth:`step`'s note.
 
