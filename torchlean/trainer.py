@@ -788,7 +788,8 @@ class Trainer(Generic[In, Out]):
             unrelated dropout streams (the session's own seeds ``s`` and ``s + 1`` share one
             stream a draw apart).
         input_shape: per-sample input shape, a tuple, list, ``torch.Size`` or 1-d integer numpy
-            array (inferred when the model starts with a linear layer).
+            array (inferred when the model starts with a linear layer, or with layers that keep
+            its input shape before one: an identity, activations, dropout, a layer norm).
         label_smoothing: cross-entropy's target mixed with the uniform distribution over the
             classes, ``(1 - s) * target + s / classes`` (torch's ``cross_entropy(...,
             label_smoothing=s)``), a real number in ``[0, 1]``; 0 (the default) for none.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -389,6 +390,25 @@ def test_shape_error_messages(layer, input_shape, message):
     with pytest.raises(ShapeError) as caught:
         nn.build(layer, input_shape=input_shape)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("layer", [
+    nn.sequential(nn.identity(), nn.linear(3, 2)),
+    nn.sequential(nn.sequential(), nn.linear(3, 2)),
+    nn.sequential(nn.sequential(nn.relu(), nn.dropout(0.1)), nn.layer_norm(3), nn.linear(3, 2)),
+], ids=["identity", "empty-sequential", "shape-keeping"])
+def test_the_input_shape_is_inferred_through_layers_that_keep_it(layer: Any) -> None:
+    """review182 F1: only a linear layer reached first gave the input shape."""
+    assert nn.build(layer).input_shape == (3,)
+    from torchlean.trainer import Trainer
+
+    assert Trainer(layer, objective="mse").predict(np.ones((4, 3))).shape == (4, 2)
+
+
+@pytest.mark.parametrize("layer", [nn.sequential(nn.flatten(), nn.linear(3, 2)), nn.sequential(nn.relu())])
+def test_no_input_shape_is_guessed_where_layers_before_the_linear_change_it(layer: Any) -> None:
+    with pytest.raises(ShapeError, match=r"cannot infer the input shape of .*; pass input_shape="):
+        nn.build(layer)
 
 
 INT1 = "must be an int >= 1, got"

@@ -454,12 +454,39 @@ def is_seed(seed: object) -> TypeGuard[int]:
     return is_int(seed) and 0 <= int(seed) < 2**64
 
 
+def _leading_layers(layer: Layer) -> list[Layer]:
+    """``layer``'s layers in order, nested sequentials flattened (empty ones drop out)."""
+    if not isinstance(layer, Sequential):
+        return [layer]
+    return [leaf for child in layer.layers for leaf in _leading_layers(child)]
+
+
+def _keeps_shape(layer: Layer, shape: Shape) -> bool:
+    """Whether ``layer`` maps ``shape`` and a batch of it to themselves (an activation, dropout,
+    identity, a layer norm over the last axis), reading no integer ids."""
+    try:
+        batched = (2, *shape)
+        return (layer.index_count() is None and tuple(layer.output_shape(shape)) == shape
+                and tuple(layer.output_shape(batched)) == batched)
+    except ShapeError:
+        return False
+
+
 def _infer_input_shape(layer: Layer) -> Shape:
-    first = layer
-    while isinstance(first, Sequential) and first.layers:
-        first = first.layers[0]
-    if isinstance(first, Linear):
-        return (first.in_features,)
+    """``(in_features,)`` of the model's first linear layer, when every layer before it keeps
+    that shape (``nn.sequential(nn.identity(), nn.linear(3, 2))``: review182 F1).
+
+    Raises:
+        ShapeError: ``cannot infer the input shape of relu; pass input_shape=``.
+    """
+    leading = _leading_layers(layer)
+    first = next((position for position, leaf in enumerate(leading) if isinstance(leaf, Linear)), None)
+    if first is not None:
+        linear = leading[first]
+        assert isinstance(linear, Linear)
+        shape = (linear.in_features,)
+        if all(_keeps_shape(before, shape) for before in leading[:first]):
+            return shape
     raise ShapeError(f"cannot infer the input shape of {layer.describe()}; pass input_shape=")
 
 
@@ -538,8 +565,9 @@ def build(
 
     Raises:
         ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``, or none given for a
-            model that does not start with a linear layer (``cannot infer the input shape of
-            relu; pass input_shape=``); ``seed`` not an
+            model that does not start with a linear layer, or with layers that keep its input
+            shape before one (``cannot infer the input shape of relu; pass input_shape=``);
+            ``seed`` not an
             integer in ``[0, 2**64)`` (``seed must be an integer in [0, 2**64), got -1``); a dtype
             other than float32/float64 (also ``None`` or a spelling numpy cannot read); a layer
             does not fit the shape it receives; or a layer cannot run in ``dtype``
