@@ -93,16 +93,9 @@ def test_test_metrics_predict_the_split_once_and_count_a_non_finite_row_as_wrong
 
     logits = np.array([[2.0, 1.0], [0.0, 3.0], [np.nan, 5.0], [1.0, 0.0], [4.0, np.inf]], np.float32)
     labels = np.array([0, 1, 1, 1, 0])
-    calls: list[int] = []
-
-    def predict(x: np.ndarray) -> np.ndarray:
-        calls.append(len(x))
-        return logits
-
-    trainer = types.SimpleNamespace(predict=predict)
     dataset = types.SimpleNamespace(x_test=np.zeros((5, 2)), y_test=labels)
-    accuracy, balanced, baseline = test_metrics(trainer, dataset)  # type: ignore[arg-type]
-    assert calls == [5]
+    # the outputs of train's one predict pass (which also gives its no-prediction warning: review184 F1)
+    accuracy, balanced, baseline = test_metrics(logits, dataset)  # type: ignore[arg-type]
     assert accuracy == 2 / 5  # rows 0 and 1; rows 2 and 4 are not finite, row 3 is wrong
     with pytest.warns(UserWarning, match="y_pred contains classes not in y_true"):  # the -1 rows
         oracle = balanced_accuracy_score(labels, [0, 1, -1, 0, -1])

@@ -952,6 +952,49 @@ def test_an_empty_split_names_the_csv_path(capsys, tmp_path):
 # ----------------------------------------------------------------------- a diverging run
 
 
+@pytest.mark.parametrize(("options", "warned"), [
+    (("--dataset", "iris", "--epochs", "2", "--lr", "50", "--momentum", "0.9", "--val-fraction", "0.2"),
+     "warning: the validation loss is not finite (nan) at epoch 2; lower --lr (now 50)"),
+    (("--dataset", "iris", "--epochs", "4", "--batch-size", "120", "--lr", "100", "--momentum", "0.9"), None),
+    (("--dataset", "diabetes", "--epochs", "3", "--batch-size", "353", "--lr", "6", "--momentum", "0.9"),
+     None),
+], ids=["val-loss-nan", "outputs-overflow", "regression-overflow"])
+def test_a_score_from_a_diverged_model_is_told_why(capsys, options, warned):
+    """review184 F1: with every epoch's mean training loss finite (a step's loss is taken before its
+    update), a run printed test_accuracy=0.0000 or test_mse=inf from a diverged model and said
+    nothing; the test pass now says how many test rows have no prediction and why, as predict."""
+    code, _, err = train(capsys, *options, "--optimizer", "sgd")
+    assert code == 0
+    lines = err.splitlines()
+    if warned is not None:
+        assert lines[0].startswith(warned)
+    assert re.fullmatch(r"warning: \d+ of \d+ test rows have no prediction: their model outputs are not "
+                        r"finite because the weights and inputs are finite, but the model's outputs "
+                        r"overflow float32", lines[-1])
+
+
+def test_weights_that_are_not_finite_after_an_epoch_warn_though_its_loss_was_finite(capsys, monkeypatch):
+    """review184 F1: the update that breaks the weights shows in no loss of its epoch."""
+    from torchlean.cli import train as train_module
+
+    real = train_module._divergence
+
+    def weights_broken(loss, held_out, trainer):
+        state = trainer.model.state()
+        name = next(iter(state))
+        trainer.model.load_state({**state, name: np.full_like(state[name], np.nan)})
+        return real(loss, held_out, trainer)
+
+    monkeypatch.setattr(train_module, "_divergence", weights_broken)
+    code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--weight-decay",
+                           "0.01")
+    assert code == 0
+    assert err.splitlines()[0] == (
+        "warning: the weights are not finite after the epoch's last update (16 of 55 values) at epoch 1; "
+        "lower --lr (now 0.005) or --weight-decay (now 0.01) or try another --optimizer (now adam)"
+    )
+
+
 @pytest.mark.parametrize(("dataset", "result"), [("iris", "test_accuracy="), ("diabetes", "test_mse=nan")])
 def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, tmp_path, dataset, result):
     record_path = tmp_path / "run.json"
@@ -960,9 +1003,12 @@ def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, tmp_path, da
         "--report-json", str(record_path),
     )
     assert code == 0
+    rows, weights = (30, 55) if dataset == "iris" else (89, 69)
     assert err == (
         "warning: the training loss is not finite (nan) at epoch 1; lower --lr (now 1e+30) or try another "
         "--optimizer (now sgd)\n"
+        f"warning: {rows} of {rows} test rows have no prediction: their model outputs are not finite because "
+        f"the weights are not finite ({weights} of {weights} values; the training diverged)\n"
     )
     lines = out.splitlines()
     assert [line.split("=")[-1] for line in lines[2:4]] == ["nan", "nan"]

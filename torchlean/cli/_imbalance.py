@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from torchlean import data
-from torchlean.trainer import Trainer
 
 __all__ = ["IMBALANCED_SHARE", "Baseline", "baseline_note", "test_metrics"]
 
@@ -27,16 +27,16 @@ Baseline = tuple[int, float]
 """The test split's most frequent class (its id) and its share of the test rows."""
 
 
-def test_metrics(trainer: Trainer[Any, Any],
-                 dataset: data.Dataset) -> tuple[float, float | None, Baseline | None]:
-    """The accuracy of ``trainer``'s predictions on the test split, their balanced accuracy and
-    the majority :data:`Baseline`, from one pass over the test rows (review76 F4: the split was
-    predicted twice). A prediction is the argmax of a row's outputs; a row whose outputs are not
-    all finite predicts no class and counts as wrong, as :meth:`Trainer.evaluate` counts it (whose
-    accuracy this is, bit for bit: :meth:`Trainer.predict` runs the same 256-row chunks). The
-    balanced accuracy is scikit-learn's ``balanced_accuracy_score`` (the mean recall over the
-    classes present in the test rows; a class with no test row does not count). An empty test
-    split gives ``(nan, None, None)``.
+def test_metrics(
+    logits: npt.NDArray[Any], dataset: data.Dataset
+) -> tuple[float, float | None, Baseline | None]:
+    """The accuracy of a model's test-split outputs ``logits`` (``trainer.predict(x_test)``, one
+    pass: review76 F4), their balanced accuracy and the majority :data:`Baseline`. A prediction is
+    the argmax of a row's outputs; a row whose outputs are not all finite predicts no class and
+    counts as wrong, as :meth:`Trainer.evaluate` counts it (whose accuracy this is, bit for bit:
+    :meth:`Trainer.predict` runs the same 256-row chunks). The balanced accuracy is scikit-learn's
+    ``balanced_accuracy_score`` (the mean recall over the classes present in the test rows; a class
+    with no test row does not count). An empty test split gives ``(nan, None, None)``.
 
     Source: scikit-learn's ``sklearn.metrics.balanced_accuracy_score`` (Brodersen et al. 2010).
     """
@@ -45,7 +45,6 @@ def test_metrics(trainer: Trainer[Any, Any],
     labels = np.asarray(dataset.y_test).astype(np.int64)
     if labels.size == 0:
         return math.nan, None, None
-    logits = np.asarray(trainer.predict(dataset.x_test))
     predicted = np.where(np.isfinite(logits).all(axis=1), logits.argmax(axis=1), -1)
     accuracy = int(np.count_nonzero(predicted == labels)) / labels.size
     counts = np.bincount(labels)

@@ -39,7 +39,15 @@ from torchlean.cli._output import data_shown, loss_text, metric_text
 from torchlean.trainer import Trainer
 from torchlean.validation import MONITORS, ValLossMonitor
 
-__all__ = ["Validation", "add_options", "check_options", "monitored", "stalled", "target_mse"]
+__all__ = [
+    "Validation",
+    "add_options",
+    "check_options",
+    "monitored",
+    "no_prediction_warning",
+    "stalled",
+    "target_mse",
+]
 
 _patience = int_at_least(1, "expected an integer >= 1 (epochs without improvement), got {}")
 
@@ -138,6 +146,25 @@ def target_mse(outputs: np.ndarray[Any, Any], y: np.ndarray[Any, Any], mean: flo
     with np.errstate(over="ignore", invalid="ignore"):
         prediction = standardised * scale + mean
         return float(np.mean((prediction - y.astype(np.float64)) ** 2))
+
+
+def no_prediction_warning(
+    missing: int, rows: int, what: str, weights: Mapping[str, np.ndarray[Any, Any]], dtype: str,
+    named: str = "the weights",
+) -> str:
+    """The ``warning:`` line for ``missing`` of ``rows`` rows (``what``: ``rows``, ``test rows``)
+    whose model outputs are not finite, naming the cause: ``weights`` (``named`` so) not finite (a
+    diverged training), or, with finite weights and inputs, outputs that overflow ``dtype``. ``train`` says
+    it under a test score, ``predict`` under its rows (review184 F1)."""
+    not_finite = sum(int(np.count_nonzero(~np.isfinite(w))) for w in weights.values())
+    if not_finite:
+        total = sum(int(w.size) for w in weights.values())
+        cause = f"{named} are not finite ({not_finite} of {total} values; the training diverged)"
+    else:
+        cause = f"the weights and inputs are finite, but the model's outputs overflow {dtype}"
+    cell = " (an empty cell)" if what == "rows" else ""  # predict's CSV rows
+    return (f"warning: {missing} of {rows} {what} have no prediction{cell}: their model outputs "
+            f"are not finite because {cause}")
 
 
 def monitored(name: str, losses: Sequence[float], metrics: Sequence[float]) -> Sequence[float]:

@@ -177,7 +177,7 @@ from torchlean.cli._threads import (
     torch_threads,
     torch_threads_in_use,
 )
-from torchlean.cli._validation import target_mse
+from torchlean.cli._validation import no_prediction_warning, target_mse
 from torchlean.tensor import Tensor
 from torchlean.trainer import ExecutionMode, Trainer
 
@@ -970,21 +970,6 @@ def _probability_cells(values: npt.NDArray[Any], finite: npt.NDArray[np.bool_]) 
                 yield [text(v) if math.isfinite(v) else "" for v in row]
 
 
-def _no_prediction_warning(missing: int, rows: int, saved: checkpoint.Checkpoint) -> str:
-    """The ``warning:`` line for ``missing`` of ``rows`` rows without a prediction, naming the
-    cause: the checkpoint's weights, or neither (the inputs are finite: ``standardise`` refuses
-    non-finite ones and standardisations that overflow)."""
-    not_finite = sum(count for name, count, _ in saved.not_finite() if name.startswith("weights/"))
-    if not_finite:
-        total = sum(int(w.size) for w in saved.weights.values())
-        cause = (f"the checkpoint's weights are not finite ({not_finite} of {total} values; the training "
-                 "diverged)")
-    else:
-        cause = f"the weights and inputs are finite, but the model's outputs overflow {saved.dtype}"
-    return (f"warning: {missing} of {rows} rows have no prediction (an empty cell): their model outputs are "
-            f"not finite because {cause}")
-
-
 def run(args: argparse.Namespace) -> int:
     """Execute ``torchlean predict``; returns the exit status. ``--output`` naming stdout
     (``/dev/stdout``) is as no ``--output``: the CSV on stdout, the report on stderr. With
@@ -1340,7 +1325,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
                 scores = {"mse": mse}
         rows = [repr(float(v)) if ok else "" for v, ok in zip(values, finite, strict=True)]
     if missing:
-        print(_no_prediction_warning(missing, count, saved), file=sys.stderr)
+        print(no_prediction_warning(missing, count, "rows", saved.weights, saved.dtype,
+                                    "the checkpoint's weights"), file=sys.stderr)
     _write(rows, args.output, chosen, probabilities, delimiter=args.delimiter or _delimiter.COMMA)
     if summary is not None:
         print(summary, file=out)

@@ -157,7 +157,13 @@ from torchlean.cli._threads import (
     torch_threads,
     torch_threads_in_use,
 )
-from torchlean.cli._validation import Validation, add_options, check_options, target_mse
+from torchlean.cli._validation import (
+    Validation,
+    add_options,
+    check_options,
+    no_prediction_warning,
+    target_mse,
+)
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import Layer, ShapeError
 from torchlean.nn.model import Model
@@ -932,6 +938,23 @@ def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.Opt
     )
 
 
+def _divergence(loss: float, held_out: Validation | None, trainer: Trainer[Any, Any]) -> str | None:
+    """What shows an epoch diverged, for ``train``'s warning: its mean training loss not finite;
+    else its validation loss; else the weights after its last update (a step's loss is taken
+    before its update, so the update that breaks the weights shows in neither loss: review184 F1).
+    None when all are finite."""
+    if not math.isfinite(loss):
+        return f"the training loss is not finite ({loss})"
+    if held_out is not None and held_out.losses and not math.isfinite(held_out.losses[-1]):
+        return f"the validation loss is not finite ({held_out.losses[-1]})"
+    state = trainer.model.state()
+    bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in state.values())
+    if bad:
+        total = sum(int(w.size) for w in state.values())
+        return f"the weights are not finite after the epoch's last update ({bad} of {total} values)"
+    return None
+
+
 def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
     """A ``warning:`` line on stderr when a weight to be saved is NaN or infinite (a diverged
     run): ``torchlean predict`` gives such a model's rows no prediction."""
@@ -1125,7 +1148,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
             if held_out is not None:
                 norm += held_out.after_epoch(trainer, epoch)
             print(f"epoch {epoch + 1:>3}/{args.epochs}  {loss_name}={loss_text(loss)}{norm}", flush=True)
-            if not warned and not math.isfinite(loss):
+            diverged = _divergence(loss, held_out, trainer)
+            if not warned and diverged is not None:
                 warned = True
                 if scheduled is None:
                     rate = ""
@@ -1134,9 +1158,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                     rate = f", {last:g} at its last step by --lr-schedule {schedule.spec}"
                 else:
                     rate = f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
+                decay = "" if not args.weight_decay else f" or --weight-decay (now {args.weight_decay:g})"
                 print(
-                    f"warning: the training loss is not finite ({loss}) at epoch {epoch + 1}; lower --lr "
-                    f"(now {args.lr:g}{rate}) or try another --optimizer (now {args.optimizer})",
+                    f"warning: {diverged} at epoch {epoch + 1}; lower --lr (now {args.lr:g}{rate}){decay} "
+                    f"or try another --optimizer (now {args.optimizer})",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -1196,7 +1221,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         **_resume.record(resumed, stop),
     }
     if classification:
-        accuracy, balanced, baseline = _imbalance.test_metrics(trainer, dataset)
+        test_outputs = np.asarray(trainer.predict(dataset.x_test))
+        accuracy, balanced, baseline = _imbalance.test_metrics(test_outputs, dataset)
         record["test_accuracy"] = accuracy
         print(f"test_accuracy={accuracy:.4f}")
         record["test_balanced_accuracy"] = balanced
@@ -1204,9 +1230,15 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         if note:
             print(note, file=sys.stderr, flush=True)
     else:
-        mse = target_mse(trainer.predict(dataset.x_test), dataset.y_test, y_mean, y_scale)  # float64, as read
+        test_outputs = np.asarray(trainer.predict(dataset.x_test))
+        mse = target_mse(test_outputs, dataset.y_test, y_mean, y_scale)  # float64, as read
         record["test_mse"] = mse
         print(f"test_mse={metric_text(mse)}")
+    finite_rows = np.isfinite(test_outputs).all(axis=tuple(range(1, test_outputs.ndim)))
+    missing = int(np.count_nonzero(~finite_rows))
+    if missing:  # review184 F1: a diverged model's score, told why
+        print(no_prediction_warning(missing, len(test_outputs), "test rows", trainer.model.state(),
+                                    trainer.model.dtype.name), file=sys.stderr, flush=True)
     selected = trainer.selected
     # one list: the record's capsules and the checkpoint's (review108 F6)
     capsules = [report.audit_to_json(k.audit()) for k in selected]
