@@ -22,6 +22,7 @@ from torchlean.nn.layers import (
     Activation,
     Conv2d,
     Dropout,
+    Layer,
     Linear,
     MaxPool2d,
     ParamSpec,
@@ -405,7 +406,26 @@ def test_the_input_shape_is_inferred_through_layers_that_keep_it(layer: Any) -> 
     assert Trainer(layer, objective="mse").predict(np.ones((4, 3))).shape == (4, 2)
 
 
-@pytest.mark.parametrize("layer", [nn.sequential(nn.flatten(), nn.linear(3, 2)), nn.sequential(nn.relu())])
+class _TwoAxes(Layer):
+    """A layer of one's own written for ``(C, L)`` samples: its output_shape unpacks two axes."""
+
+    kind = "two-axes"
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        channels, length = shape  # a bare ValueError on a guessed (3,)
+        return (channels, length)
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return ()
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return x
+
+
+@pytest.mark.parametrize("layer", [
+    nn.sequential(nn.flatten(), nn.linear(3, 2)), nn.sequential(nn.relu()),
+    nn.sequential(_TwoAxes(), nn.linear(3, 2)),  # review185 F3: its ValueError escaped the probe
+], ids=["flatten", "no-linear", "own-layer-raising"])
 def test_no_input_shape_is_guessed_where_layers_before_the_linear_change_it(layer: Any) -> None:
     with pytest.raises(ShapeError, match=r"cannot infer the input shape of .*; pass input_shape="):
         nn.build(layer)

@@ -468,7 +468,7 @@ def _keeps_shape(layer: Layer, shape: Shape) -> bool:
         batched = (2, *shape)
         return (layer.index_count() is None and tuple(layer.output_shape(shape)) == shape
                 and tuple(layer.output_shape(batched)) == batched)
-    except ShapeError:
+    except Exception:  # a probe on a guessed shape: a layer of one's own may raise anything
         return False
 
 
@@ -555,7 +555,8 @@ def build(
     """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
 
     ``input_shape`` (a tuple, list or 1-d integer numpy array of ints >= 1; stored as a tuple of
-    ints) may be omitted when the first layer is a linear layer. ``seed`` is an integer (Python or
+    ints) may be omitted when the first layer is a linear layer, or layers that keep its input
+    shape come before one (an identity, activations, dropout, a layer norm). ``seed`` is an integer (Python or
     numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
     ``dtype`` is float32 or float64 (a numpy spelling or the torch dtype). Initial values follow
     PyTorch's default initialisation in distribution (``nn.Linear``/``nn.Conv2d``:
