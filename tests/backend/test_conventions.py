@@ -39,11 +39,19 @@ def _name(node: ast.expr) -> str:
     return target.attr if isinstance(target, ast.Attribute) else ""
 
 
+ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
+
+
 def test_every_enum_is_a_labelled_enum() -> None:
     plain = [f"{path}:{node.lineno} {node.name}" for path, node in _classes()
-             if any(_name(base) in {"Enum", "IntEnum", "StrEnum", "Flag"} for base in node.bases)
+             if any(_name(base) in ENUM_BASES for base in node.bases)
              and node.name not in NOT_LABELLED and node.name != "LabelledEnum"]
     assert plain == []
+    # the functional API (Enum("Color", "RED GREEN")) makes a class no ClassDef shows (review185 F6)
+    calls = [f"{path}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and _name(node) in ENUM_BASES]
+    assert calls == []
 
 
 def test_dataclasses_are_frozen_with_slots_or_named_as_stateful() -> None:

@@ -125,6 +125,9 @@ def test_timing_lines_format_results_and_errors(gpu_check: ModuleType) -> None:
     assert "sdpa bool mask fwd     0.750 / fwd+bwd     3.250 ms  diff 3.0e-07" in line
     failed = gpu_check._timing_line({"n": 16384, "d": 128, "mask": "none", "error": "OutOfMemoryError: x"})
     assert failed.endswith("ERROR OutOfMemoryError: x")
+    # review185 F8: a row whose gradient comparison raised keeps its timings on its line
+    kept = gpu_check._timing_line(row | {"passed": False, "error": "gradient comparison: RuntimeError: y"})
+    assert kept.endswith("diff 3.0e-07  ERROR gradient comparison: RuntimeError: y") and "1.500 ms" in kept
 
 
 def test_timing_lines_mark_failed_rows_and_format_gradient_checks(gpu_check: ModuleType) -> None:

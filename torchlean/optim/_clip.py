@@ -80,8 +80,9 @@ def clip_grad_value(grads: Sequence[Array | None], clip_value: RealLike) -> list
     Raises:
         OptimizerError: ``clip_value`` not a real number (bools refused; beyond the float range,
             as ``10**400``), or negative or NaN (torch accepts a negative one and then sets every
-            entry to ``-|clip_value|``); gradients that are not numpy float arrays, or not a
-            sequence (as :meth:`Optimizer.step`).
+            entry to ``-|clip_value|``); gradients that are not numpy float arrays (a subclass
+            such as ``np.matrix`` is read as a plain array; a masked array with a masked entry is
+            refused), or not a sequence (as :meth:`Optimizer.step`).
     """
     limit = clip_limit("clip_value", clip_value, "clip_grad_value")
     clipped = _checked_grads(grads, "clip_grad_value")
@@ -129,8 +130,9 @@ def clip_grad_norm(
         OptimizerError: ``max_norm`` not a real number (or beyond the float range, as ``10**400``),
             or negative or NaN (torch accepts a negative
             one and then flips every gradient's sign), ``norm_type`` not ``inf`` or a finite
-            number > 0; gradients that are not numpy float arrays of one dtype, or not a sequence
-            (as :meth:`Optimizer.step`).
+            number > 0; gradients that are not numpy float arrays of one dtype (a subclass such as
+            ``np.matrix`` is read as a plain array; a masked array with a masked entry is
+            refused), or not a sequence (as :meth:`Optimizer.step`).
     """
     if norm_type == "inf":  # torch's documented spelling of the infinity norm (review54 F7)
         norm_type = math.inf
