@@ -25,10 +25,10 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    the others; each case ends with a device synchronisation, so an asynchronous fault is
    attributed to the case that caused it. A failing case (without a device fault) runs once
    more on the same inputs, recorded under ``rerun``: a failure that does not repeat points at a
-   race or uninitialised memory. The case fails either way. Then the small-tile attention cases
-   (``parity.SMALL_TILE_CASES``, in their dtypes) with the tiles planned for an sm_86/sm_89
-   card's 99 KiB of shared memory per block (``parity.tile_memory_cap``; their rows carry
-   ``tile_memory_cap``), so the smaller tiles, which an H100/H200 never picks, run on the GPU.
+   race or uninitialised memory. The case fails either way. Then every attention case, and the
+   wide-head ``parity.SMALL_TILE_CASES``, on direct attention's smallest tiles
+   (``parity.smallest_tiles``; their rows carry ``tiles``), the kernels a card with less shared
+   memory per block runs (sm_86/sm_89: 99 KiB, a T4: 64 KiB), which an H100/H200 never picks.
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
@@ -429,24 +429,25 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
-def _parity_runs() -> list[tuple[parity.ParityCase, bool, torch.dtype, int]]:
-    """Every parity run in sweep order: ``(case, composed, dtype, tile_memory_cap)``. Each case
-    runs in float32 and float64 (attention cases of rank 3 or 4 also on the composed capsule),
-    then :data:`~parity.SMALL_TILE_CASES` in their dtypes with direct attention's tiles planned for
-    :data:`~parity.SMALL_TILE_SHARED_MEMORY` (an sm_86/sm_89 card's limit), so that the smaller
-    tiles, which an H100/H200 never picks itself, run on the GPU too (review178 F2); a cap of 0
-    is the device's own limit."""
+def _parity_runs() -> list[tuple[parity.ParityCase, bool, torch.dtype, bool]]:
+    """Every parity run in sweep order: ``(case, composed, dtype, smallest)``. Each case runs in
+    float32 and float64 (attention cases of rank 3 or 4 also on the composed capsule); then every
+    attention case again on direct attention's smallest tiles (``smallest``:
+    :func:`~parity.smallest_tiles`), in both dtypes, and :data:`~parity.SMALL_TILE_CASES` in their
+    dtypes, so the kernels a device with less shared memory runs, which an H100/H200 never picks,
+    run on the GPU too (review178 F2, review185 F1)."""
     both = (torch.float32, torch.float64)
-    runs = [(case, False, dtype, 0) for case in parity.CASES for dtype in both]
-    runs += [(case, True, dtype, 0) for case in parity.cases_for([parity.ATTENTION]) if case.composed
-             for dtype in both]
-    runs += [(case, False, dtype, parity.SMALL_TILE_SHARED_MEMORY) for case, dtype in parity.SMALL_TILE_CASES]
+    attention = parity.cases_for([parity.ATTENTION])
+    runs = [(case, False, dtype, False) for case in parity.CASES for dtype in both]
+    runs += [(case, True, dtype, False) for case in attention if case.composed for dtype in both]
+    runs += [(case, False, dtype, True) for case in attention for dtype in both]
+    runs += [(case, False, dtype, True) for case, dtype in parity.SMALL_TILE_CASES]
     return runs
 
 
 def _run_case(case: parity.ParityCase, dtype: torch.dtype, device: torch.device, composed: bool,
-              cap: int) -> parity.CaseResult:
-    with parity.tile_memory_cap(cap) if cap else contextlib.nullcontext():
+              smallest: bool) -> parity.CaseResult:
+    with parity.smallest_tiles() if smallest else contextlib.nullcontext():
         return parity.run_case(case, dtype, device, composed=composed)
 
 
@@ -456,18 +457,19 @@ def _parity(
     budget: Budget | None = None,
 ) -> list[dict[str, Any]]:
     """Every parity run of :func:`_parity_runs` (each case in float32 and float64, attention cases
-    of rank 3 or 4 also on the composed capsule, then the small-tile cases under a shared-memory
-    cap, whose rows carry ``tile_memory_cap``); ``on_case`` gets each record as soon as it exists.
+    of rank 3 or 4 also on the composed capsule, then the attention cases on the smallest tiles,
+    whose rows carry ``tiles``); ``on_case`` gets each record as soon as it exists.
     Raises :class:`DeviceFault` (after passing the faulting case's record) when a failed case left
     the device unusable."""
     records: list[dict[str, Any]] = []
-    for case, composed, dtype, cap in _parity_runs():
-        label = f"{'composed:' if composed else ''}{case.id} [{str(dtype).removeprefix('torch.')}]"
+    for case, composed, dtype, smallest in _parity_runs():
+        prefix = "composed:" if composed else "smallest-tiles:" if smallest else ""
+        label = f"{prefix}{case.id} [{str(dtype).removeprefix('torch.')}]"
         if budget is not None and budget.exhausted():
             raise _OutOfTime(f"parity from {label}")
         print(f"  {label:<70}", end="", flush=True)  # a hang leaves the case's name on screen
         start = time.perf_counter()
-        result = _run_case(case, dtype, device, composed, cap)
+        result = _run_case(case, dtype, device, composed, smallest)
         row = {
             "case": result.case,
             "op": result.op,
@@ -482,14 +484,14 @@ def _parity(
             "problems": list(result.problems),
             "seconds": round(time.perf_counter() - start, 4),
         }
-        if cap:
-            row["tile_memory_cap"] = cap
+        if smallest:
+            row["tiles"] = "smallest"
         fault = None if result.passed else _device_fault(device)
         verdict = "ok" if result.passed else "FAIL"
         if not result.passed and fault is None:
             # the same inputs once more: a failure that does not repeat points at a race or
             # at uninitialised memory rather than at the arithmetic (the case still fails)
-            again = _run_case(case, dtype, device, composed, cap)
+            again = _run_case(case, dtype, device, composed, smallest)
             fault = _device_fault(device)
             row["rerun"] = {
                 "passed": again.passed,

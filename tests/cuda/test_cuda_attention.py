@@ -449,32 +449,26 @@ def test_the_forward_refuses_heads_whose_backward_cannot_fit(smaller_device: Mod
     kernels.direct_attention(q.float(), q.float(), q.float())  # float32 fits
 
 
-@pytest.mark.parametrize(
-    ("case", "dtype"), parity.SMALL_TILE_CASES, ids=[case.name for case, _ in parity.SMALL_TILE_CASES]
-)
-def test_a_tile_memory_cap_runs_the_small_tile_cases_on_a_larger_device(
-    case: parity.ParityCase, dtype: torch.dtype, emulation: ModuleType
-) -> None:
-    """review178 F2: an H100/H200 never picks the smaller tiles, so bench/gpu_check.py plans them
-    under ``parity.tile_memory_cap`` (the emulation keeps its 227 KiB device here)."""
-    with parity.tile_memory_cap(parity.SMALL_TILE_SHARED_MEMORY):
+SMALLEST_TILE_CASES = ("unmasked", "causal-blocked-tiles", "minus-inf-keys", "widest-heads")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", SMALLEST_TILE_CASES)
+def test_the_smallest_tiles_run_where_the_default_ones_fit(name: str, dtype: torch.dtype,
+                                                            emulation: ModuleType) -> None:
+    """review178 F2, review185 F1: an H100/H200 never picks the smallest tiles, so
+    bench/gpu_check.py runs every attention case on them under ``parity.smallest_tiles``. Here the
+    emulation keeps its 227 KiB: the cases pass on the smallest tiles, whose launches request less
+    shared memory than the default tiles' (what the emulator saw launched)."""
+    (case,) = [c for c in parity.cases_for([parity.ATTENTION]) if c.name == name]
+    emulation.emulation_take_largest_shared_memory()
+    _assert_case(case, dtype, torch.device("cpu"), IMPLEMENTATIONS[0])
+    default = emulation.emulation_take_largest_shared_memory()
+    with parity.smallest_tiles():
         _assert_case(case, dtype, torch.device("cpu"), IMPLEMENTATIONS[0])
-
-
-def test_the_tile_memory_cap_is_what_the_tiles_are_planned_for_and_is_restored(emulation: ModuleType) -> None:
-    """The cap, not the device's 227 KiB, is the limit the planner reads: below the smallest tile
-    the forward refuses, naming it; on exit the device's limit applies again. A negative cap is
-    refused."""
-    q = torch.ones(1, 3, 128, dtype=torch.float64)
-    with parity.tile_memory_cap(1024), pytest.raises(
-        GuardError, match=r"need 82944 bytes .* this device allows 1024 \(set_attention_tile_memory_cap\); "
-        r"the largest d \+ d_v that fits is 0"
-    ):
-        kernels.direct_attention(q, q, q)
-    assert emulation.set_attention_tile_memory_cap(0) == 0  # restored
-    kernels.direct_attention(q, q, q)
-    with pytest.raises(ValueError, match=r"set_attention_tile_memory_cap: bytes -1; accepted: 0"):
-        emulation.set_attention_tile_memory_cap(-1)
+    smallest = emulation.emulation_take_largest_shared_memory()
+    assert 0 < smallest < default
+    assert emulation.set_attention_smallest_tiles(False) is False  # restored on exit
 
 
 # ------------------------------------------------------- the saved logsumexp belongs to its inputs

@@ -74,13 +74,16 @@ def test_parity_sweep_records_every_case_on_the_emulation(
     monkeypatch.setattr(parity, "CASES", cases)
     records: list[dict[str, Any]] = gpu_check._parity(torch.device("cpu"))
     composed = [case for case in cases if case.op == parity.ATTENTION and case.composed]
-    small = len(parity.SMALL_TILE_CASES)  # review178 F2: under the cap, in their own dtypes
-    assert len(records) == 2 * (len(cases) + len(composed)) + small
-    assert [(r["case"], r["dtype"], r.pop("tile_memory_cap")) for r in records[-small:]] == [
-        (case.id, str(dtype).removeprefix("torch."), parity.SMALL_TILE_SHARED_MEMORY)
-        for case, dtype in parity.SMALL_TILE_CASES
+    # review178 F2, review185 F1: every attention case again on the smallest tiles, in both dtypes,
+    # then the wide-head small-tile cases in their own
+    attention = [case for case in cases if case.op == parity.ATTENTION]
+    smallest = [(case.id, dtype) for case in attention for dtype in ("float32", "float64")]
+    smallest += [(case.id, str(dtype).removeprefix("torch.")) for case, dtype in parity.SMALL_TILE_CASES]
+    assert len(records) == 2 * (len(cases) + len(composed)) + len(smallest)
+    assert [(r["case"], r["dtype"], r.pop("tiles")) for r in records[-len(smallest):]] == [
+        (case, dtype, "smallest") for case, dtype in smallest
     ]
-    assert not any("tile_memory_cap" in r for r in records)
+    assert not any("tiles" in r for r in records)
     direct_only = {case.id for case in cases if not case.composed}
     assert direct_only and direct_only <= {r["case"] for r in records}  # on direct attention alone
     assert not {f"composed:{case}" for case in direct_only} & {r["case"] for r in records}
@@ -347,7 +350,8 @@ def test_a_failing_case_runs_again_and_the_record_says_whether_it_repeats(
     _wrap_run_case(monkeypatch, failing)
     records = gpu_check._parity(torch.device("cpu"))
     by_case = {(r["case"], r["dtype"]): r for r in records}
-    assert len(by_case) == len(records) == 2 * len(parity.CASES) + len(parity.SMALL_TILE_CASES)
+    smallest = 2 * len(parity.cases_for([parity.ATTENTION])) + len(parity.SMALL_TILE_CASES)
+    assert len(records) == 2 * len(parity.CASES) + smallest
     transient, persistent = by_case[("relu/vector", "float32")], by_case[("exp/vector", "float64")]
     assert (transient["passed"], transient["problems"]) == (False, [wrong])
     assert transient["rerun"]["passed"] is True and transient["rerun"]["problems"] == []

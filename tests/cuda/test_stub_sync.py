@@ -38,6 +38,7 @@ EMULATION_ONLY = (
     "emulation_launch_with_shared_memory",
     "emulation_set_schedule_seed",
     "emulation_set_shared_memory_limit",
+    "emulation_take_largest_shared_memory",
 )
 
 

@@ -71,7 +71,7 @@ __all__ = [
     "CaseResult",
     "ParityCase",
     "run_case",
-    "tile_memory_cap",
+    "smallest_tiles",
 ]
 
 Array = npt.NDArray[Any]
@@ -980,24 +980,23 @@ limit (also under the sanitizers)."""
 
 
 @contextlib.contextmanager
-def tile_memory_cap(limit: int) -> Iterator[None]:
-    """Within the block, direct attention plans its tiles for at most ``limit`` bytes of dynamic
-    shared memory per block (the extension's ``set_attention_tile_memory_cap``, process-wide, on
-    the build kernels launch on: :func:`~torchlean.backend.providers.native_cuda.extension.active_module`),
-    so a GPU with room for the default tiles runs :data:`SMALL_TILE_CASES` on the smaller ones, as
-    a device with :data:`SMALL_TILE_SHARED_MEMORY` would (review178 F2). The previous cap is
-    restored on exit. Not for concurrent use from several threads.
+def smallest_tiles() -> Iterator[None]:
+    """Within the block, direct attention runs on its smallest tiles wherever they fit (the
+    extension's ``set_attention_smallest_tiles``, process-wide, on the build kernels launch on:
+    :func:`~torchlean.backend.providers.native_cuda.extension.active_module`), as a device with
+    less shared memory per block (:data:`SMALL_TILE_SHARED_MEMORY`, a T4's 64 KiB) would: a GPU
+    with room for the default tiles never picks them itself (review178 F2, review185 F1). The
+    previous setting is restored on exit. Not for concurrent use from several threads.
 
     Raises:
-        ValueError: a negative ``limit`` (the extension's refusal).
         NativeExtensionError: the extension cannot be loaded.
     """
     module = extension.active_module()
-    previous = module.set_attention_tile_memory_cap(limit)
+    previous = module.set_attention_smallest_tiles(True)
     try:
         yield
     finally:
-        module.set_attention_tile_memory_cap(previous)
+        module.set_attention_smallest_tiles(previous)
 
 
 def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:

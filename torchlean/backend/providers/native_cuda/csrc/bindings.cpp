@@ -307,7 +307,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          py::arg("g"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask"),
          py::arg("mask_layout"), py::arg("out"), py::arg("lse"), py::arg("scale"),
          py::arg("stream"));
-  TL_DEF(set_attention_tile_memory_cap, py::arg("bytes"));
+  TL_DEF(set_attention_smallest_tiles, py::arg("on"));
 #ifdef TORCHLEAN_EMULATE
   m.def("emulation_launch_with_shared_memory", &emulation_launch_with_shared_memory,
         py::arg("bytes"), py::arg("opt_in"),
@@ -322,5 +322,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("emulation_set_shared_memory_limit", &tl_emu::set_shared_memory_limit, py::arg("bytes"),
         "Emulate a device with this much dynamic shared memory per block (0 = 227 KiB); "
         "returns the previous limit.");
+  m.def("emulation_take_largest_shared_memory", &tl_emu::take_largest_shared_memory,
+        "The most dynamic shared memory (bytes) one launch requested since the last call; resets it.");
 #endif
 }

@@ -906,8 +906,8 @@ inline std::int64_t attention_backward_smem(std::int64_t d, std::int64_t dv, std
 // The largest rows per warp (kAttnRows, else kAttnMinRows) whose shared memory, as given by
 // smem(rows), is at most `limit`; 0 when even the smallest tile does not fit.
 template <class Smem>
-inline int attention_rows_that_fit(Smem&& smem, std::int64_t limit) {
-  if (smem(kAttnRows) <= limit) return kAttnRows;
+inline int attention_rows_that_fit(Smem&& smem, std::int64_t limit, bool smallest = false) {
+  if (!smallest && smem(kAttnRows) <= limit) return kAttnRows;
   if (smem(kAttnMinRows) <= limit) return kAttnMinRows;
   return 0;
 }

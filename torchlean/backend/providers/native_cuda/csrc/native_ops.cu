@@ -2253,8 +2253,8 @@ struct AttentionArgs {
   int backward_rows;  // ... of both backward kernels' tiles
 };
 
-// set_attention_tile_memory_cap's cap (0: none).
-std::atomic<std::int64_t> attention_tile_memory_cap{0};
+// set_attention_smallest_tiles's switch.
+std::atomic<bool> attention_smallest_tiles{false};
 
 // Pick the tiles for this device: the default one when its shared memory fits, else the smallest.
 // The forward refuses what the backward could not run (a VJP capsule must not accept a forward
@@ -2262,13 +2262,12 @@ std::atomic<std::int64_t> attention_tile_memory_cap{0};
 void plan_attention_tiles(const char* op, AttentionArgs& args, const at::Tensor& q) {
   const tl::AttentionShape& s = args.shape;
   const std::int64_t bytes = static_cast<std::int64_t>(q.element_size());
-  const std::int64_t device_limit = tl::max_dynamic_smem_optin(device_index_of(q));
-  const std::int64_t cap = attention_tile_memory_cap.load();
-  const std::int64_t limit = cap > 0 ? std::min(device_limit, cap) : device_limit;
+  const std::int64_t limit = tl::max_dynamic_smem_optin(device_index_of(q));
+  const bool smallest = attention_smallest_tiles.load();
   args.backward_rows = tl::attention_rows_that_fit(
-      [&](int rows) { return tl::attention_backward_smem(s.d, s.dv, bytes, rows); }, limit);
+      [&](int rows) { return tl::attention_backward_smem(s.d, s.dv, bytes, rows); }, limit, smallest);
   args.forward_rows = tl::attention_rows_that_fit(
-      [&](int rows) { return tl::attention_forward_smem(s.d, s.dv, bytes, rows); }, limit);
+      [&](int rows) { return tl::attention_forward_smem(s.d, s.dv, bytes, rows); }, limit, smallest);
   if (args.backward_rows == 0 || args.forward_rows == 0) {
     const std::int64_t needed = std::max(
         tl::attention_backward_smem(s.d, s.dv, bytes, tl::kAttnMinRows),
@@ -2277,7 +2276,6 @@ void plan_attention_tiles(const char* op, AttentionArgs& args, const at::Tensor&
                    " in ", (q.scalar_type() == at::kDouble ? "float64" : "float32"), " need ", needed,
                    " bytes of shared memory per block for the backward (smallest tile, ",
                    tl::attention_tile(tl::kAttnMinRows), " rows); this device allows ", limit,
-                   (limit < device_limit ? " (set_attention_tile_memory_cap)" : ""),
                    "; the largest d + d_v that fits is ",
                    tl::attention_max_width_sum(bytes, limit),
                    " (use float32 or smaller head widths)");
@@ -2518,10 +2516,6 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
   return {dq, dk, dv, at::Tensor()};
 }
 
-std::int64_t set_attention_tile_memory_cap(std::int64_t bytes) {
-  TL_CHECK_VALUE(bytes >= 0, "torchlean_native_ext.set_attention_tile_memory_cap: bytes ", bytes,
-                 "; accepted: 0 (the device's own limit) or a positive number of bytes");
-  return attention_tile_memory_cap.exchange(bytes);
-}
+bool set_attention_smallest_tiles(bool on) { return attention_smallest_tiles.exchange(on); }
 
 }  // namespace torchlean_native

@@ -231,10 +231,11 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
                                 const Tensor& v, const OptTensor& mask, const Ints& mask_layout,
                                 const Tensor& out, const Tensor& lse, std::optional<double> scale,
                                 std::int64_t stream);
-// Plan direct attention's tiles for at most `bytes` of dynamic shared memory per block (0: the
-// device's own limit, the default), process-wide; returns the previous cap.  On a GPU with room
-// for the default tiles, a cap such as an sm_86/sm_89 card's 99 KiB runs the smaller tiles
-// (bench/gpu_check.py's small-tile parity cases; review178 F2).  A negative `bytes` is refused.
-std::int64_t set_attention_tile_memory_cap(std::int64_t bytes);
+// With `on`, direct attention runs on its smallest tiles (kAttnMinRows) wherever they fit, as a
+// device with less shared memory per block would (an sm_86/sm_89 card's 99 KiB, a T4's 64 KiB),
+// process-wide; returns the previous setting.  A GPU with room for the default tiles never picks
+// the smallest ones itself, so bench/gpu_check.py runs the attention parity cases on them too
+// (review178 F2, review185 F1).
+bool set_attention_smallest_tiles(bool on);
 
 }  // namespace torchlean_native

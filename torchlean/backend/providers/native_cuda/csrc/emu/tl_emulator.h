@@ -291,6 +291,19 @@ inline void run_block(Block& block, std::mt19937_64* rng) {
   }
 }
 
+// The most dynamic shared memory one launch requested (take_largest_shared_memory).
+inline std::size_t& largest_shared_memory_slot() {
+  static std::size_t bytes = 0;
+  return bytes;
+}
+// The most dynamic shared memory (bytes) one launch requested since the last call; resets it, so
+// a test sees which tile a kernel ran on.
+inline std::int64_t take_largest_shared_memory() {
+  const std::size_t bytes = largest_shared_memory_slot();
+  largest_shared_memory_slot() = 0;
+  return static_cast<std::int64_t>(bytes);
+}
+
 // Run `body` (a launch of `kernel`) once per thread of a (grid, block) launch with `shared_bytes`
 // of dynamic shared memory.  Blocks run one after another; the calling thread's exceptions
 // propagate.
@@ -326,6 +339,7 @@ inline void launch(const void* kernel, dim3 grid, dim3 block_dim, std::size_t sh
   if (active_block() != nullptr) {
     throw std::logic_error("tl_emu: nested launches are not supported");
   }
+  largest_shared_memory_slot() = std::max(largest_shared_memory_slot(), shared_bytes);
   Block block;
   block.grid_dim = grid;
   block.block_dim = block_dim;
