@@ -1432,7 +1432,10 @@ class Trainer(Generic[In, Out]):
         pairs = zip(self.model.parameters, wanted, strict=True)
         if device == "cpu":
             # np.require keeps a 0-d parameter 0-d (np.ascontiguousarray made it (1,): review174 F2)
-            return [Tensor._make(np.require(p, requirements="C"), trainable) for p, trainable in pairs]
+            # a plain C-contiguous array (what the optimizer stores) is what np.require returns
+            # unchanged: it is asked only for the others (about 0.4 us a parameter; review183 F5)
+            return [Tensor._make(p if type(p) is np.ndarray and p.flags.c_contiguous
+                                 else np.require(p, requirements="C"), trainable) for p, trainable in pairs]
         return [Tensor(p, requires_grad=trainable, device=device) for p, trainable in pairs]
 
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:

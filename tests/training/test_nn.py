@@ -5,6 +5,7 @@ weights (``torch.nn.functional`` and ``torch.nn`` modules; anchor-runtime.md §4
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -404,6 +405,26 @@ def test_the_input_shape_is_inferred_through_layers_that_keep_it(layer: Any) -> 
     from torchlean.trainer import Trainer
 
     assert Trainer(layer, objective="mse").predict(np.ones((4, 3))).shape == (4, 2)
+
+
+@dataclass(frozen=True)
+class _BiasOnly(Linear):
+    """A Linear subclass whose parameters are its own: param_count must count them."""
+
+    def param_specs(self) -> tuple[ParamSpec, ...]:
+        return (ParamSpec("bias", (self.out_features,), "uniform", 0.5),)
+
+
+@pytest.mark.parametrize("layer", [
+    nn.linear(3, 2), nn.linear(3, 2, bias=False), nn.relu(), nn.dropout(0.1), nn.layer_norm(3),
+    nn.sequential(nn.linear(3, 4), nn.relu(), nn.sequential(nn.linear(4, 2, bias=False))),
+    nn.sequential(), nn.residual(nn.linear(3, 3)), nn.conv2d(1, 2, 3), nn.embedding(5, 3),
+    nn.transformer_block(8, 2), _BiasOnly(3, 2), nn.sequential(_BiasOnly(3, 2), nn.linear(2, 1)),
+])
+def test_param_count_is_the_number_of_param_specs(layer: Layer) -> None:
+    """review183 F1: a sequential's forward counted each child's parameters by building its specs
+    on every call; param_count says it without them, and agrees with them."""
+    assert layer.param_count() == len(layer.param_specs())
 
 
 class _TwoAxes(Layer):

@@ -286,6 +286,15 @@ class Layer(ABC):
         Parameter shapes never depend on the input shape."""
         return ()
 
+    def param_count(self) -> int:
+        """``len(self.param_specs())``, without building the specs where the class knows it: a
+        layer that keeps the base :meth:`param_specs` has none, and a built-in layer that keeps its
+        own says how many it makes (a container's forward slices its children's parameters with
+        it on every call); a subclass that overrides :meth:`param_specs` is counted through it."""
+        if type(self).param_specs is Layer.param_specs:
+            return 0
+        return len(self.param_specs())
+
     @abstractmethod
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         """Apply the layer to ``x`` with its parameters ``params`` (as many as ``param_specs``, in
@@ -358,6 +367,11 @@ class Linear(Layer):
         if not self.bias:
             return (weight,)
         return (weight, ParamSpec("bias", (self.out_features,), "uniform", bound))
+
+    def param_count(self) -> int:
+        if type(self).param_specs is not Linear.param_specs:  # a subclass with specs of its own
+            return len(self.param_specs())
+        return 2 if self.bias else 1
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         return ops.linear(x, params[0], params[1] if self.bias else None)
@@ -1071,10 +1085,15 @@ class Sequential(Layer):
             specs.extend(s.prefixed(str(index)) for s in layer.param_specs())
         return tuple(specs)
 
+    def param_count(self) -> int:
+        if type(self).param_specs is not Sequential.param_specs:  # a subclass with specs of its own
+            return len(self.param_specs())
+        return sum(layer.param_count() for layer in self.layers)
+
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         offset = 0
         for position, layer in enumerate(self.layers):
-            count = len(layer.param_specs())
+            count = layer.param_count()
             try:
                 x = layer.forward(ops, params[offset : offset + count], x, training=training)
             except Exception as error:  # name the layer whose forward failed (review173 F9)
