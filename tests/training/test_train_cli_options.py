@@ -462,6 +462,18 @@ def test_label_smoothing_on_a_regression_task_is_refused(capsys):
     )
 
 
+@pytest.mark.parametrize(("value", "noted"), [("1", True), ("0.99", False)])
+def test_label_smoothing_of_one_is_noted_as_making_the_labels_irrelevant(capsys, value, noted):
+    """review184 F5: at S = 1 every target is uniform, (1 - S) * onehot + S / classes, whatever the
+    label: a note says so, as for --lr 0."""
+    code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                         "--label-smoothing", value)
+    assert code == 0
+    note = ("note: --label-smoothing 1 makes every target the uniform distribution, so the loss no longer "
+            "depends on the labels\n")
+    assert (note in err) is noted
+
+
 # ------------------------------------------------------------------ --amsgrad and --no-decay
 
 

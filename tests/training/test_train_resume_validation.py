@@ -291,16 +291,16 @@ def test_a_diverged_run_not_stopped_yet_says_whether_it_was_interrupted(capsys, 
     argv = ("--dataset", "diabetes", "--lr", "1e30", "--val-fraction", "0.2", "--early-stopping", "3")
     code, out, _ = cli(capsys, "train", *argv, "--epochs", "2")
     assert code == 0 and out.splitlines()[4] == (
-        "early stopping did not stop by the last epoch (2/2; patience 3): no epoch had a val_loss below "
-        "+inf; the last epoch's weights are kept"
+        "early stopping did not stop by the last epoch (2/2; patience 3): no epoch had a finite val_loss; "
+        "the last epoch's weights are kept"
     )
     with monkeypatch.context() as patch:
         interrupt_during_epoch(patch, 2)
         code, out, err = cli(capsys, "train", *argv, "--epochs", "6", "--save", str(tmp_path / "d.npz"))
     assert code == 130 and "note: interrupted after epoch 2/6" in err
     assert out.splitlines()[4] == (
-        "early stopping has not stopped by epoch 2/6 (interrupted; patience 3): no epoch had a val_loss "
-        "below +inf; the last epoch's weights are kept"
+        "early stopping has not stopped by epoch 2/6 (interrupted; patience 3): no epoch had a finite "
+        "val_loss; the last epoch's weights are kept"
     )
 
 
@@ -358,7 +358,7 @@ def test_a_diverged_run_early_stopping_ended_is_refused(capsys, tmp_path):
     assert np.isnan(arrays(path)["validation/losses"]).all()
     assert refused(capsys, "--resume", str(path)).startswith(
         f"the run in {path} is complete: early stopping ended it after epoch 2 (val_loss did not improve for "
-        "2 epochs; no epoch had a val_loss below +inf; it holds the last epoch's weights, which torchlean "
+        "2 epochs; no epoch had a finite val_loss; it holds the last epoch's weights, which torchlean "
         "predict uses)"
     )
 

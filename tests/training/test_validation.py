@@ -911,7 +911,7 @@ def test_cli_diverged_run_has_no_best_epoch_and_a_strict_json_record(
     assert code == 0 and "warning: the training loss is not finite (nan) at epoch 1" in err
     lines = out.splitlines()
     assert lines[2].endswith("  val_loss(standardised y)=nan  val_mse=nan")
-    assert lines[4] == ("early stopping at epoch 2/4: no epoch had a val_loss below +inf; the last epoch's "
+    assert lines[4] == ("early stopping at epoch 2/4: no epoch had a finite val_loss; the last epoch's "
                         "weights are kept")
     record = json.loads(record_path.read_text())  # strict JSON: NaN written as null
     assert record["validation"] == {

@@ -842,7 +842,7 @@ def _check_validation(
     monitor.resume(monitored(name, training.val_losses, training.val_metrics))
     if monitor.should_stop:
         kept = (
-            f"no epoch had a {name} below +inf; it holds the last epoch's weights" if monitor.best is None
+            f"no epoch had a finite {name}; it holds the last epoch's weights" if monitor.best is None
             else f"it holds its best epoch's weights, epoch {monitor.best + 1}'s"
         )
         raise TorchLeanError(

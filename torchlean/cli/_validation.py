@@ -316,7 +316,7 @@ class Validation:
         ran = len(self.monitor.values)
         best = self.monitor.best
         if best is None:
-            kept = f"no epoch had a {self.monitored} below +inf; the last epoch's weights are kept"
+            kept = f"no epoch had a finite {self.monitored}; the last epoch's weights are kept"
             if self.patience is None:
                 return f"best_epoch=none ({kept})"
             self.stopped = ran if self.stop else None

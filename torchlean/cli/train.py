@@ -1113,6 +1113,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
     print(_no_update_note(args), end="", file=sys.stderr, flush=True)
+    if args.label_smoothing == 1.0:  # review184 F5: torch accepts it too
+        print("note: --label-smoothing 1 makes every target the uniform distribution, so the loss no longer "
+              "depends on the labels", file=sys.stderr, flush=True)
     print(_software_note(resumed, profile, args.save is not None), end="", file=sys.stderr, flush=True)
     loss_name = "loss" if classification else "loss(standardised y)"
     warned = False
