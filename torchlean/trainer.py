@@ -87,6 +87,7 @@ from torchlean.validation import EarlyStopping, History, ValLossMonitor, cross_e
 __all__ = [
     "RECORD_ORDERS",
     "ExecutionMode",
+    "NonFiniteStepError",
     "Objective",
     "RunConfig",
     "Trainer",
@@ -117,6 +118,11 @@ minibatch (:func:`_loss_operand`), so a large vocabulary costs one minibatch of 
 
 class TrainerError(TorchLeanError, ValueError):
     """Bad trainer configuration or data (the message names the value and what is accepted)."""
+
+
+class NonFiniteStepError(TrainerError):
+    """``fit(stop_on_non_finite=True)`` met a step whose loss or new weights are not finite; its
+    update was not stored (the message names the epoch, the minibatch and the step)."""
 
 
 class TrainerLabelError(TrainerError, UnknownLabelError):
@@ -1479,9 +1485,11 @@ class Trainer(Generic[In, Out]):
                 "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
             )
 
-    def _update(self, x: Inputs, y: Targets) -> float:
+    def _update(self, x: Inputs, y: Targets, refuse_non_finite_at: str | None = None) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data`
-        (:data:`Inputs` and :data:`Targets`, at least one row)."""
+        (:data:`Inputs` and :data:`Targets`, at least one row). With ``refuse_non_finite_at`` (the
+        step's place, ``epoch 3 minibatch 7``), a loss or new weights that are not finite raise
+        :class:`NonFiniteStepError` before anything is stored (``fit(stop_on_non_finite=True)``)."""
         session = self.open()
         assert self._optimizer is not None
         # the masks this step draws count once its update is stored (review70 F1): an earlier step
@@ -1505,6 +1513,8 @@ class Trainer(Generic[In, Out]):
         for position, value in buffers.items():
             updated[position] = value
         optimizer, model = self._optimizer, self.model
+        if refuse_non_finite_at is not None:
+            self._refuse_non_finite(float(loss.numpy()), updated, refuse_non_finite_at)
 
         def store() -> None:  # weights, optimizer state and masks drawn: all stored or none (review61 F2)
             optimizer._commit_step(prepared)
@@ -1514,6 +1524,20 @@ class Trainer(Generic[In, Out]):
 
         store_together(store)
         return float(loss.numpy())
+
+    def _refuse_non_finite(self, loss: float, updated: Sequence[Array], where: str) -> None:
+        """Raise :class:`NonFiniteStepError` when ``loss`` or a weight of ``updated`` is not finite."""
+        bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in updated)
+        if math.isfinite(loss) and not bad:
+            return
+        total = sum(int(np.size(w)) for w in updated)
+        found = f"the loss is {loss}" if not math.isfinite(loss) else "the loss is finite"
+        raise NonFiniteStepError(
+            f"stop_on_non_finite: at {where}, step {self.steps_done + 1}, {found} and the update would make "
+            f"{bad} of the model's {total} values not finite; it was not stored: the model and the "
+            f"optimizer are those of the {_count(self.steps_done, 'step')} before it (lower the learning "
+            "rate, or clip the gradients: RunConfig(max_grad_norm=...))"
+        )
 
     def fit(
         self,
@@ -1529,9 +1553,16 @@ class Trainer(Generic[In, Out]):
         schedule_by: str = "epoch",
         validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
         early_stopping: EarlyStopping | None = None,
+        stop_on_non_finite: bool = False,
     ) -> list[float]:
         """Train for ``epochs`` more epochs; returns the mean training loss of each epoch (of the
         epochs it ran, when early stopping ends it sooner).
+
+        ``stop_on_non_finite=True`` (Keras' ``TerminateOnNaN``, but before the harm) checks each
+        step's loss and the weights its update would store: when either is not finite the update
+        is not stored and the fit raises :class:`NonFiniteStepError`, naming the epoch and the
+        minibatch, with the model and the optimizer as the steps before it left them (torch, and
+        the default here, train on: every later update is NaN).
 
         Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
         schedule) shuffles with ``(seed, e)``. ``on_batch(epoch, loss)`` is called after each
@@ -1632,7 +1663,9 @@ class Trainer(Generic[In, Out]):
                 learning rate from ``lr_schedule`` that is not a real number or that
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
                 updates stay); a profile whose policy has VJP mode none (inference only); the
-                errors of :meth:`open`.
+                errors of :meth:`open`; a ``stop_on_non_finite`` that is not a bool.
+            NonFiniteStepError: with ``stop_on_non_finite``, a step whose loss or new weights are
+                not finite (its update not stored).
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
                 with the dropout mask's and batch norm's update ops, before any kernel runs).
@@ -1644,6 +1677,8 @@ class Trainer(Generic[In, Out]):
             raise TrainerError(f"shuffle must be a bool, got {shuffle!r}")
         if not is_bool(drop_last):
             raise TrainerError(f"drop_last must be a bool, got {drop_last!r}")
+        if not is_bool(stop_on_non_finite):
+            raise TrainerError(f"stop_on_non_finite must be a bool, got {stop_on_non_finite!r}")
         if on_batch is not None and not callable(on_batch):
             raise TrainerError(
                 f"on_batch must be a callable on_batch(epoch, loss) or None, got {on_batch!r} of type "
@@ -1706,12 +1741,14 @@ class Trainer(Generic[In, Out]):
                 if per_epoch is not None:
                     self._set_scheduled_lr(per_epoch, epoch)
                 total, count = 0.0, 0
-                for xb, yb in self.batches(
+                for minibatch, (xb, yb) in enumerate(self.batches(
                     xs, ys, batch_size, shuffle=shuffle, epoch=epoch, drop_last=drop_last
-                ):
+                )):
                     if per_step is not None:
                         self._set_scheduled_lr(per_step, self._optimizer.steps)
-                    loss = self._update(xb, yb)  # xs and ys are checked: no check per minibatch
+                    # xs and ys are checked: no check per minibatch
+                    where = f"epoch {epoch}, minibatch {minibatch} (from 0)" if stop_on_non_finite else None
+                    loss = self._update(xb, yb, where)
                     total += loss * xb.shape[0]
                     count += xb.shape[0]
                     if on_batch is not None:

@@ -1,0 +1,72 @@
+"""``fit(stop_on_non_finite=True)`` (review184 F3): a step whose loss or new weights are not
+finite is not stored, and the fit stops naming it. Oracles: the weights recorded after each stored
+step (``on_batch``), and a default fit of the same run, which trains on into NaN as torch does."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from torchlean import nn, optim
+from torchlean.trainer import NonFiniteStepError, RunConfig, Trainer, TrainerError
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((64, 4))
+Y = (X[:, 0] > 0).astype(np.int64)
+
+
+def _trainer(lr: float, execution: str = "eager", dtype: str = "float64") -> Trainer[Any, Any]:
+    layer = nn.sequential(nn.linear(4, 8), nn.relu(), nn.linear(8, 2))
+    return Trainer(layer, objective="cross-entropy", seed=0,
+                   config=RunConfig(optim.sgd(lr), execution=execution, dtype=dtype))
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_diverging_fit_stops_before_storing_the_first_non_finite_step(execution: str) -> None:
+    trainer = _trainer(1e30, execution)
+    stored: list[dict[str, np.ndarray]] = []
+    with pytest.raises(NonFiniteStepError) as refused:
+        trainer.fit(X, Y, epochs=3, batch_size=16, stop_on_non_finite=True,
+                    on_batch=lambda epoch, loss: stored.append(trainer.model.state()))
+    found = re.fullmatch(
+        r"stop_on_non_finite: at epoch (\d+), minibatch (\d+) \(from 0\), step (\d+), the loss is "
+        r"(nan|finite) and the update would make \d+ of the model's 58 values not finite; it was not "
+        r"stored: the model and the optimizer are those of the (\d+) steps? before it \(lower the learning "
+        r"rate, or clip the gradients: RunConfig\(max_grad_norm=\.\.\.\)\)", str(refused.value))
+    assert found is not None, str(refused.value)
+    epoch, minibatch, step, _, before = found.groups()
+    # 4 minibatches an epoch (64 rows, 16 a batch): the step's place agrees with the steps stored
+    assert int(step) == int(before) + 1 == 4 * int(epoch) + int(minibatch) + 1
+    assert trainer.steps_done == len(stored) == int(before) and trainer.epochs_done == int(epoch)
+    state = trainer.model.state()
+    assert all(np.isfinite(value).all() for value in state.values())
+    assert all(np.array_equal(state[name], stored[-1][name]) for name in state)
+    assert trainer.optimizer.steps == int(before)  # the refused step's optimizer state not stored
+
+    default = _trainer(1e30, execution)  # the same run without the flag trains on into NaN
+    default.fit(X, Y, epochs=3, batch_size=16)
+    assert not all(np.isfinite(value).all() for value in default.model.state().values())
+
+
+def test_finite_weights_with_a_finite_loss_train_as_without_the_flag() -> None:
+    checked, plain = _trainer(0.1), _trainer(0.1)
+    assert checked.fit(X, Y, epochs=2, batch_size=16, stop_on_non_finite=True) == plain.fit(
+        X, Y, epochs=2, batch_size=16)
+    assert all(np.array_equal(checked.model.state()[k], v) for k, v in plain.model.state().items())
+
+
+def test_an_update_that_overflows_from_a_finite_loss_is_refused() -> None:
+    """The loss of a step is taken before its update, so the flag checks the new weights too."""
+    trainer = _trainer(1e10, dtype="float32")  # inputs of 1e30: gradients of 1e30, updates of 1e40
+    with pytest.raises(NonFiniteStepError, match=r"step 1, the loss is finite and the update would make "
+                       r"\d+ of the model's 58 values not finite"):
+        trainer.fit(X * 1e30, Y, epochs=1, batch_size=64, stop_on_non_finite=True)
+    assert trainer.steps_done == 0
+
+
+def test_the_flag_must_be_a_bool() -> None:
+    with pytest.raises(TrainerError, match=r"^stop_on_non_finite must be a bool, got 1$"):
+        _trainer(0.1).fit(X, Y, stop_on_non_finite=1)  # type: ignore[arg-type]
