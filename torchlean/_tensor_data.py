@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -202,28 +203,40 @@ def _read_values(
     except (TypeError, RuntimeError):
         if retried or not isinstance(source, list | tuple):
             raise
-        return _read_values(_torch_elements_read(source, widen), data, widen=widen, retried=True)
+        read = torch_elements_read(source, _as_data_element(widen))
+        return _read_values(read, data, widen=widen, retried=True)
 
 
-def _torch_elements_read(
-    items: list[object] | tuple[object, ...], widen: bool, at: str = "data"
+def torch_elements_read(
+    items: list[Any] | tuple[Any, ...], read: Callable[[Any, str], object], at: str = ""
 ) -> list[object]:
-    """``items`` (nested lists and tuples) with each torch tensor read by :func:`_from_torch_array`.
-
-    Raises:
-        TensorError: ``cannot create a tensor from data[1][0]: cannot copy a meta torch tensor ...``.
-    """
-    read: list[object] = []
+    """``items`` (nested lists and tuples, as lists) with each torch tensor replaced by
+    ``read(tensor, where)``, ``where`` its index path (``[1][0]``): the list numpy failed to read
+    (:func:`_read_values`, and the functional ops' operands) read again."""
+    out: list[object] = []
     for position, item in enumerate(items):
         where = f"{at}[{position}]"
         if isinstance(item, list | tuple):
-            item = _torch_elements_read(item, widen, where)
+            item = torch_elements_read(item, read, where)
         elif _is_torch_tensor(item):
-            try:
-                item = _from_torch_array(item, widen=widen)
-            except TensorError as exc:
-                raise TensorError(f"cannot create a tensor from {where}: {exc}") from exc
-        read.append(item)
+            item = read(item, where)
+        out.append(item)
+    return out
+
+
+def _as_data_element(widen: bool) -> Callable[[Any, str], object]:
+    """How :func:`_read_values` reads a torch tensor inside ``tl.tensor``'s data.
+
+    Raises (from the reader):
+        TensorError: ``cannot create a tensor from data[1][0]: cannot copy a meta torch tensor ...``.
+    """
+
+    def read(t: Any, where: str) -> object:
+        try:
+            return _from_torch_array(t, widen=widen)
+        except TensorError as exc:
+            raise TensorError(f"cannot create a tensor from data{where}: {exc}") from exc
+
     return read
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from collections.abc import Callable
 from typing import Any, TypeAlias, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import int_overflow, is_builtin_int, shown
-from torchlean._tensor_data import masked_entries
+from torchlean._tensor_data import masked_entries, torch_elements_read
 from torchlean.autograd import storage
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
@@ -208,46 +209,42 @@ def _torch_grad_refusal(role: str, t: Any) -> TensorTypeError:
     )
 
 
-def _torch_elements(items: list[Any] | tuple[Any, ...], role: str, at: str = "") -> list[Any]:
-    """``items`` (nested lists and tuples) with each torch tensor read as a torch operand is
-    (:func:`_from_torch_array`; one that requires grad refused), for numpy to read.
+def _as_operand_element(role: str) -> Callable[[Any, str], object]:
+    """How :func:`_host_values` reads a torch tensor inside a list operand: as a torch operand is
+    read (:func:`_from_torch_array`; one that requires grad refused).
 
-    Raises:
+    Raises (from the reader):
         TensorTypeError: ``cross_entropy: target: element [1] is a torch tensor that requires grad ...``.
         TensorError: an element :func:`_from_torch_array` refuses, named so.
     """
-    read: list[Any] = []
-    for position, item in enumerate(items):
-        where = f"{at}[{position}]"
-        if isinstance(item, list | tuple):
-            item = _torch_elements(item, role, where)
-        elif _is_torch_tensor(item):
-            if item.requires_grad:
-                raise _torch_grad_refusal(f"{role}: element {where}", item)
-            try:
-                item = _from_torch_array(item)
-            except TensorError as exc:
-                raise TensorError(f"{role}: element {where}: {exc}") from exc
-        read.append(item)
+
+    def read(t: Any, where: str) -> object:
+        if t.requires_grad:
+            raise _torch_grad_refusal(f"{role}: element {where}", t)
+        try:
+            return _from_torch_array(t)
+        except TensorError as exc:
+            raise TensorError(f"{role}: element {where}: {exc}") from exc
+
     return read
 
 
 def _host_values(value: object, role: str) -> tuple[npt.NDArray[Any], object]:
     """``np.asarray(value)`` and the value it read: where numpy fails on torch tensors inside a
     list or tuple (torch's bare ``TypeError``/``RuntimeError`` for one that requires grad, is
-    bfloat16, meta or on a GPU; review181 F2), those elements are read by :func:`_torch_elements`
-    and that list is read instead.
+    bfloat16, meta or on a GPU; review181 F2), those elements are read by
+    :func:`_as_operand_element` and that list is read instead.
 
     Raises:
         ValueError: numpy's, for ragged nested sequences (the callers word it).
-        TensorTypeError, TensorError: as :func:`_torch_elements`.
+        TensorTypeError, TensorError: as :func:`_as_operand_element`.
     """
     try:
         return np.asarray(value), value
     except (TypeError, RuntimeError):
         if not isinstance(value, list | tuple):
             raise
-        read = _torch_elements(value, role)
+        read = torch_elements_read(value, _as_operand_element(role))
         return np.asarray(read), read
 
 
