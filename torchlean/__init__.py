@@ -132,6 +132,7 @@ if _TYPE_CHECKING:
     )
     from torchlean.trainer import (
         ExecutionMode,
+        NonFiniteStepError,
         Objective,
         RunConfig,
         Trainer,
@@ -153,6 +154,7 @@ _ATTRIBUTES: dict[str, str] = {
     "ExecutionMode": "torchlean.trainer",
     "GuardError": "torchlean.backend.errors",
     "GuardTypeError": "torchlean.backend.errors",
+    "NonFiniteStepError": "torchlean.trainer",
     "Objective": "torchlean.trainer",
     "PlanningError": "torchlean.backend.errors",
     "RunConfig": "torchlean.trainer",
@@ -239,6 +241,7 @@ __all__ = [
     "ExecutionMode",
     "GuardError",
     "GuardTypeError",
+    "NonFiniteStepError",
     "Objective",
     "PlanningError",
     "RunConfig",

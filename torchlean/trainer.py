@@ -1514,7 +1514,8 @@ class Trainer(Generic[In, Out]):
             updated[position] = value
         optimizer, model = self._optimizer, self.model
         if refuse_non_finite_at is not None:
-            self._refuse_non_finite(float(loss.numpy()), updated, refuse_non_finite_at)
+            moments = [*prepared.first, *prepared.second, *prepared.third]
+            self._refuse_non_finite(float(loss.numpy()), updated, moments, refuse_non_finite_at)
 
         def store() -> None:  # weights, optimizer state and masks drawn: all stored or none (review61 F2)
             optimizer._commit_step(prepared)
@@ -1525,18 +1526,25 @@ class Trainer(Generic[In, Out]):
         store_together(store)
         return float(loss.numpy())
 
-    def _refuse_non_finite(self, loss: float, updated: Sequence[Array], where: str) -> None:
-        """Raise :class:`NonFiniteStepError` when ``loss`` or a weight of ``updated`` is not finite."""
+    def _refuse_non_finite(
+        self, loss: float, updated: Sequence[Array], state: Sequence[Array | None], where: str
+    ) -> None:
+        """Raise :class:`NonFiniteStepError` when ``loss``, a value of the ``updated`` model or of
+        the optimizer's new ``state`` (its moment buffers: an RMSprop second moment can overflow
+        while the weights stay finite, and then never move them again; review186 F2) is not
+        finite."""
         bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in updated)
-        if math.isfinite(loss) and not bad:
+        bad_state = sum(int(np.count_nonzero(~np.isfinite(b))) for b in state if b is not None)
+        if math.isfinite(loss) and not bad and not bad_state:
             return
         total = sum(int(np.size(w)) for w in updated)
         found = f"the loss is {loss}" if not math.isfinite(loss) else "the loss is finite"
+        of_state = f" and {bad_state} of the optimizer's state values" if bad_state else ""
         raise NonFiniteStepError(
-            f"stop_on_non_finite: at {where}, step {self.steps_done + 1}, {found} and the update would make "
-            f"{bad} of the model's {total} values not finite; it was not stored: the model and the "
-            f"optimizer are those of the {_count(self.steps_done, 'step')} before it (lower the learning "
-            "rate, or clip the gradients: RunConfig(max_grad_norm=...))"
+            f"stop_on_non_finite: at {where}, step {self.steps_done + 1} (from 1), {found} and the update "
+            f"would make {bad} of the model's {total} values{of_state} not finite; it was not stored: the "
+            f"model and the optimizer are those of the {_count(self.steps_done, 'step')} before it (lower "
+            "the learning rate, or clip the gradients: RunConfig(max_grad_norm=...))"
         )
 
     def fit(
@@ -1559,9 +1567,11 @@ class Trainer(Generic[In, Out]):
         epochs it ran, when early stopping ends it sooner).
 
         ``stop_on_non_finite=True`` (Keras' ``TerminateOnNaN``, but before the harm) checks each
-        step's loss and the weights its update would store: when either is not finite the update
-        is not stored and the fit raises :class:`NonFiniteStepError`, naming the epoch and the
-        minibatch, with the model and the optimizer as the steps before it left them (torch, and
+        step's loss and the weights and optimizer moments its update would store: when one is not
+        finite the update is not stored and the fit raises :class:`NonFiniteStepError`, naming the
+        epoch and the minibatch, with the model and the optimizer as the steps before it left them
+        (with ``early_stopping``'s ``restore_best_weights``, the best epoch's weights restored, as
+        a note on the error says); the refused epoch is not done, as after a Ctrl-C (torch, and
         the default here, train on: every later update is NaN).
 
         Epoch ``e`` (counted over the trainer's lifetime, so calling ``fit`` twice continues the
@@ -1735,6 +1745,7 @@ class Trainer(Generic[In, Out]):
         stopped: int | None = None
         steps_per_epoch = xs.shape[0] // batch_size if drop_last else -(-xs.shape[0] // batch_size)
         epoch_started: tuple[int, int] | None = None  # (epoch, steps_done before it) while one runs
+        restored_on_refusal: int | None = None
         try:
             for epoch in range(self.epochs_done, self.epochs_done + epochs):
                 epoch_started = (epoch, self.steps_done)
@@ -1747,7 +1758,8 @@ class Trainer(Generic[In, Out]):
                     if per_step is not None:
                         self._set_scheduled_lr(per_step, self._optimizer.steps)
                     # xs and ys are checked: no check per minibatch
-                    where = f"epoch {epoch}, minibatch {minibatch} (from 0)" if stop_on_non_finite else None
+                    where = (f"epoch {epoch}, minibatch {minibatch} (both from 0, as on_batch's epoch)"
+                             if stop_on_non_finite else None)
                     loss = self._update(xb, yb, where)
                     total += loss * xb.shape[0]
                     count += xb.shape[0]
@@ -1765,18 +1777,25 @@ class Trainer(Generic[In, Out]):
                     if monitor.should_stop:
                         stopped = epoch
                         break
-        except BaseException:
+        except BaseException as error:
             # stopped after the epoch's last update was stored (a Ctrl-C held back through that store
             # lands right after it; an on_batch that raises on the last minibatch): the epoch is done,
             # so a resumed run does not train it twice (review71 F2)
             if epoch_started is not None and self.steps_done - epoch_started[1] == steps_per_epoch:
                 self.epochs_done = epoch_started[0] + 1
+            best = monitor.best_weights
+            if isinstance(error, NonFiniteStepError) and best is not None and monitor.best is not None:
+                # early stopping's best weights are not lost with the refused fit (review186 F1)
+                self.model.load_state(best)
+                restored_on_refusal = epochs_run[monitor.best]
+                error.add_note(f"early stopping restored the weights of epoch {restored_on_refusal}, its "
+                               "best (restore_best_weights)")
             raise
         finally:
             if lr_schedule is not None:  # the schedule's rates end with the fit; a set_lr without
                 self._optimizer.set_lr(base_lr)  # one stays, as torch's param_group["lr"] (review54 F1)
             self.history = self._fit_history(
-                epochs_run, history, held_out, monitor, (val_losses, metrics), stopped, None
+                epochs_run, history, held_out, monitor, (val_losses, metrics), stopped, restored_on_refusal
             )
         best = monitor.best_weights
         if best is not None and monitor.best is not None:
