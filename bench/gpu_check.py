@@ -1285,7 +1285,8 @@ def _parity_phase(recorder: Recorder, device: torch.device, budget: Budget) -> l
             f"({len(ops)} ops) in {record['parity_summary']['seconds']} s"
         )
         for r in failed:
-            print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]: {'; '.join(r['problems'])}")
+            tiles = " on the smallest tiles" if r.get("tiles") == "smallest" else ""  # review186 F6
+            print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]{tiles}: {'; '.join(r['problems'])}")
     return failed
 
 

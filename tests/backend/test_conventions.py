@@ -42,6 +42,17 @@ def _name(node: ast.expr) -> str:
 ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"}
 
 
+def test_enum_is_imported_under_its_own_names() -> None:
+    """The scan below knows the enum bases by name: an alias (``from enum import Enum as E``)
+    would hide one from it (review186 F8)."""
+    aliased = [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if (isinstance(node, ast.ImportFrom) and node.module == "enum"
+               and any(alias.asname not in (None, alias.name) for alias in node.names))
+               or (isinstance(node, ast.Import) and any(a.name == "enum" and a.asname for a in node.names))]
+    assert aliased == []
+
+
 def test_every_enum_is_a_labelled_enum() -> None:
     plain = [f"{path}:{node.lineno} {node.name}" for path, node in _classes()
              if any(_name(base) in ENUM_BASES for base in node.bases)

@@ -415,7 +415,24 @@ class _BiasOnly(Linear):
         return (ParamSpec("bias", (self.out_features,), "uniform", 0.5),)
 
 
+class _PerInstance(Layer):
+    """A layer given its parameter specs per instance (review186 F7: counted as none, an IndexError)."""
+
+    kind = "per-instance"
+
+    def __init__(self, specs: tuple[ParamSpec, ...]) -> None:
+        self.param_specs = lambda: specs  # type: ignore[method-assign]
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return shape
+
+    def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+        return ops.mul(x, params[0])
+
+
 @pytest.mark.parametrize("layer", [
+    _PerInstance((ParamSpec("s", (3,), "uniform", 0.5),)),
+    nn.sequential(_PerInstance((ParamSpec("s", (3,), "uniform", 0.5),)), nn.linear(3, 2)),
     nn.linear(3, 2), nn.linear(3, 2, bias=False), nn.relu(), nn.dropout(0.1), nn.layer_norm(3),
     nn.sequential(nn.linear(3, 4), nn.relu(), nn.sequential(nn.linear(4, 2, bias=False))),
     nn.sequential(), nn.residual(nn.linear(3, 3)), nn.conv2d(1, 2, 3), nn.embedding(5, 3),

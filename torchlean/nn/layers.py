@@ -271,6 +271,12 @@ _AXES = {1: "L", 2: "H, W"}
 """The spatial axes of 1-d and 2-d samples, as messages name them."""
 
 
+def _own_param_specs(layer: Layer, defined: object) -> bool:
+    """Whether ``layer``'s ``param_specs`` is not ``defined`` (a class's ``param_specs``): its
+    class overrides it, or the instance holds one of its own (review186 F7)."""
+    return type(layer).param_specs is not defined or "param_specs" in getattr(layer, "__dict__", ())
+
+
 class Layer(ABC):
     """A model layer: shape rule, parameters and forward program."""
 
@@ -290,8 +296,9 @@ class Layer(ABC):
         """``len(self.param_specs())``, without building the specs where the class knows it: a
         layer that keeps the base :meth:`param_specs` has none, and a built-in layer that keeps its
         own says how many it makes (a container's forward slices its children's parameters with
-        it on every call); a subclass that overrides :meth:`param_specs` is counted through it."""
-        if type(self).param_specs is Layer.param_specs:
+        it on every call); a subclass that overrides :meth:`param_specs`, or an instance given one
+        of its own, is counted through it."""
+        if not _own_param_specs(self, Layer.param_specs):
             return 0
         return len(self.param_specs())
 
@@ -369,7 +376,7 @@ class Linear(Layer):
         return (weight, ParamSpec("bias", (self.out_features,), "uniform", bound))
 
     def param_count(self) -> int:
-        if type(self).param_specs is not Linear.param_specs:  # a subclass with specs of its own
+        if _own_param_specs(self, Linear.param_specs):  # a subclass or an instance with specs of its own
             return len(self.param_specs())
         return 2 if self.bias else 1
 
@@ -1086,7 +1093,7 @@ class Sequential(Layer):
         return tuple(specs)
 
     def param_count(self) -> int:
-        if type(self).param_specs is not Sequential.param_specs:  # a subclass with specs of its own
+        if _own_param_specs(self, Sequential.param_specs):  # a subclass or an instance with specs of its own
             return len(self.param_specs())
         return sum(layer.param_count() for layer in self.layers)
 
