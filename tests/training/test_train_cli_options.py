@@ -474,6 +474,35 @@ def test_label_smoothing_of_one_is_noted_as_making_the_labels_irrelevant(capsys,
     assert (note in err) is noted
 
 
+@pytest.mark.parametrize(("options", "note"), [
+    (("--optimizer", "adamw", "--lr", "300"), "--lr 300 times the weight decay 0.01 is 3: the decay alone "
+     "multiplies every weight by -2 each step"),
+    (("--optimizer", "sgd", "--lr", "0.5", "--weight-decay", "5"),
+     "--lr 0.5 times the weight decay 5 is 2.5"),
+    (("--optimizer", "adamw", "--lr", "1"), None),
+    (("--optimizer", "adam", "--lr", "300", "--weight-decay", "0.01"), None),  # no fixed factor there
+], ids=["adamw-default-decay", "sgd", "adamw-mild", "adam"])
+def test_a_weight_decay_that_alone_makes_the_weights_grow_is_noted(capsys, options, note):
+    """review184 F4, review186 F4: lr * weight_decay >= 2 multiplies every weight by 1 - lr * wd <= -1
+    each step (SGD's coupled and AdamW's decoupled decay), whatever the gradients."""
+    code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4", *options)
+    assert code == 0
+    noted = [line for line in err.splitlines() if "times the weight decay" in line]
+    if note is None:
+        assert noted == []
+    else:
+        assert len(noted) == 1 and noted[0].startswith(f"note: {note}")
+        assert noted[0].endswith(" each step, so the weights grow without bound (lower --lr or "
+                                 "--weight-decay)")
+
+
+def test_the_divergence_advice_names_adamws_default_weight_decay(capsys):
+    code, _, err = train(capsys, "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                         "--optimizer", "adamw", "--lr", "1e30")
+    assert code == 0
+    assert "lower --lr (now 1e+30) or --weight-decay (now 0.01) or try another --optimizer (now adamw)" in err
+
+
 # ------------------------------------------------------------------ --amsgrad and --no-decay
 
 

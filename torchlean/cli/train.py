@@ -955,6 +955,20 @@ def _divergence(loss: float, held_out: Validation | None, trainer: Trainer[Any, 
     return None
 
 
+def _decay_note(args: argparse.Namespace, optimizer: optim.OptimizerConfig) -> str:
+    """The ``note:`` of a weight decay whose step alone makes every weight grow (review184 F4), else
+    "": SGD's (added to the gradient) and AdamW's (decoupled) multiply each weight by ``1 - lr *
+    weight_decay`` every step, which is at most -1 from ``lr * weight_decay >= 2`` on. (Adam's and
+    the others' decay passes through their moment scaling, which has no such fixed factor.)"""
+    weight_decay = getattr(optimizer, "weight_decay", 0.0)
+    product = args.lr * weight_decay
+    if args.optimizer not in ("sgd", "adamw") or product < 2.0:
+        return ""
+    return (f"note: --lr {args.lr:g} times the weight decay {weight_decay:g} is {product:g}: the decay alone "
+            f"multiplies every weight by {1 - product:g} each step, so the weights grow without bound "
+            "(lower --lr or --weight-decay)\n")
+
+
 def _warn_non_finite(weights: Mapping[str, np.ndarray[Any, Any]]) -> None:
     """A ``warning:`` line on stderr when a weight to be saved is NaN or infinite (a diverged
     run): ``torchlean predict`` gives such a model's rows no prediction."""
@@ -1113,6 +1127,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
     print(_no_update_note(args), end="", file=sys.stderr, flush=True)
+    print(_decay_note(args, optimizer), end="", file=sys.stderr, flush=True)
     if args.label_smoothing == 1.0:  # review184 F5: torch accepts it too
         print("note: --label-smoothing 1 makes every target the uniform distribution, so the loss no longer "
               "depends on the labels", file=sys.stderr, flush=True)
@@ -1161,7 +1176,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                     rate = f", {last:g} at its last step by --lr-schedule {schedule.spec}"
                 else:
                     rate = f", {scheduled(epoch):g} in this epoch by --lr-schedule {schedule.spec}"
-                decay = "" if not args.weight_decay else f" or --weight-decay (now {args.weight_decay:g})"
+                weight_decay = getattr(optimizer, "weight_decay", 0.0)  # adamw: 0.01 unasked (review186 F4)
+                decay = "" if not weight_decay else f" or --weight-decay (now {weight_decay:g})"
                 print(
                     f"warning: {diverged} at epoch {epoch + 1}; lower --lr (now {args.lr:g}{rate}){decay} "
                     f"or try another --optimizer (now {args.optimizer})",
