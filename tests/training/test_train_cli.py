@@ -137,6 +137,7 @@ def test_iris_run_prints_lines_and_writes_the_record(capsys, tmp_path):
         "kernel_times",
         "test_accuracy",
         "test_balanced_accuracy",
+        "test_rows_without_prediction",
         "seconds",
         "capsules_order",
         "capsules",
@@ -1017,6 +1018,7 @@ def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, tmp_path, da
     assert out.splitlines()[-1] == f"wrote {record_path}"
     record = json.loads(record_path.read_text(), parse_constant=pytest.fail)  # standard JSON: no NaN token
     assert record["losses"] == [None, None]
+    assert record["test_rows_without_prediction"] == rows  # review186 F5: the warning's count
     if dataset == "diabetes":
         assert record["test_mse"] is None
 

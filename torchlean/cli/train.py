@@ -1255,6 +1255,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         print(f"test_mse={metric_text(mse)}")
     finite_rows = np.isfinite(test_outputs).all(axis=tuple(range(1, test_outputs.ndim)))
     missing = int(np.count_nonzero(~finite_rows))
+    record["test_rows_without_prediction"] = missing  # review186 F5
     if missing:  # review184 F1: a diverged model's score, told why
         print(no_prediction_warning(missing, len(test_outputs), "test rows", trainer.model.state(),
                                     trainer.model.dtype.name), file=sys.stderr, flush=True)
