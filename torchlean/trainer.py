@@ -121,8 +121,9 @@ class TrainerError(TorchLeanError, ValueError):
 
 
 class NonFiniteStepError(TrainerError):
-    """``fit(stop_on_non_finite=True)`` met a step whose loss or new weights are not finite; its
-    update was not stored (the message names the epoch, the minibatch and the step)."""
+    """``fit(stop_on_non_finite=True)`` met a step whose loss, new weights or new optimizer moments
+    are not finite; its update was not stored (the message names the epoch, the minibatch and the
+    step; a note says when early stopping restored its best weights)."""
 
 
 class TrainerLabelError(TrainerError, UnknownLabelError):
@@ -1488,8 +1489,9 @@ class Trainer(Generic[In, Out]):
     def _update(self, x: Inputs, y: Targets, refuse_non_finite_at: str | None = None) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data`
         (:data:`Inputs` and :data:`Targets`, at least one row). With ``refuse_non_finite_at`` (the
-        step's place, ``epoch 3 minibatch 7``), a loss or new weights that are not finite raise
-        :class:`NonFiniteStepError` before anything is stored (``fit(stop_on_non_finite=True)``)."""
+        step's place, ``epoch 3 minibatch 7``), a loss, new weights or new optimizer moments that
+        are not finite raise :class:`NonFiniteStepError` before anything is stored
+        (``fit(stop_on_non_finite=True)``)."""
         session = self.open()
         assert self._optimizer is not None
         # the masks this step draws count once its update is stored (review70 F1): an earlier step
@@ -1615,23 +1617,24 @@ class Trainer(Generic[In, Out]):
         :attr:`epochs_done` and :attr:`steps_done` stay those of the last epoch run). Its state
         lives for this call: a later ``fit`` starts counting afresh, as a Keras callback does.
 
-        Its steps run with gradients on whatever the caller's grad mode (a ``no_grad`` block
-        around ``fit``, or one ``asyncio.to_thread`` carries into its worker, changes nothing), as
-        they run in the trainer's own session. An exception raised by ``on_batch`` or
-        ``lr_schedule`` propagates unchanged. A ``fit`` that
-        stops mid-epoch (such an exception, a refused step, ``KeyboardInterrupt``) keeps the updates
-        it made; :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts that epoch
-        again with its number (its shuffle order and scheduled learning rate), as a restarted torch
-        loop over the same epoch range would. An epoch whose every update was stored counts as done
-        even when the stop comes after its last update (a Ctrl-C held back through that update's
-        store, an ``on_batch`` raising on the last minibatch): its mean loss is then not in
-        :attr:`history` and it is not validated, but it is not trained twice. Each update is stored at
-        once: its new weights and the optimizer's new state (step counts, moments) are computed first
-        and then stored together, with Ctrl-C (SIGINT) held back for those few assignments (in the
-        main thread, the only one Python delivers it to), so after a ``KeyboardInterrupt`` the model
-        and the optimizer are those of an uninterrupted run of :attr:`steps_done` steps, never a
-        step's moments without its weights; ``model.state()`` and ``optimizer.state_dict()`` saved in
-        an ``except KeyboardInterrupt:`` handler resume that run. (An exception raised by another
+        Its steps run with gradients on whatever the caller's grad mode (a ``no_grad`` block around
+        ``fit``, or one ``asyncio.to_thread`` carries into its worker, changes nothing), as they run
+        in the trainer's own session. An exception raised by ``on_batch`` or ``lr_schedule``
+        propagates unchanged. A ``fit`` that stops mid-epoch (such an exception, a refused step,
+        ``KeyboardInterrupt``) keeps the updates it made (a ``stop_on_non_finite`` refusal with early
+        stopping's ``restore_best_weights`` then restores the best epoch's weights);
+        :attr:`epochs_done` counts whole epochs only, so the next ``fit`` starts that epoch again with
+        its number (its shuffle order and scheduled learning rate), as a restarted torch loop over the
+        same epoch range would. An epoch whose every update was stored counts as done even when the
+        stop comes after its last update (a Ctrl-C held back through that update's store, an
+        ``on_batch`` raising on the last minibatch): its mean loss is then not in :attr:`history` and
+        it is not validated, but it is not trained twice. Each update is stored at once: its new
+        weights and the optimizer's new state (step counts, moments) are computed first and then
+        stored together, with Ctrl-C (SIGINT) held back for those few assignments (in the main thread,
+        the only one Python delivers it to), so after a ``KeyboardInterrupt`` the model and the
+        optimizer are those of an uninterrupted run of :attr:`steps_done` steps, never a step's
+        moments without its weights; ``model.state()`` and ``optimizer.state_dict()`` saved in an
+        ``except KeyboardInterrupt:`` handler resume that run. (An exception raised by another
         signal's handler, say ``SIGALRM``'s, is not held back.)
 
         ``x`` is ``(n, *input_shape)`` (integer ids for a model starting with an embedding); ``y`` is
@@ -1674,8 +1677,8 @@ class Trainer(Generic[In, Out]):
                 the optimizer refuses (before that epoch's, or step's, first update; earlier
                 updates stay); a profile whose policy has VJP mode none (inference only); the
                 errors of :meth:`open`; a ``stop_on_non_finite`` that is not a bool.
-            NonFiniteStepError: with ``stop_on_non_finite``, a step whose loss or new weights are
-                not finite (its update not stored).
+            NonFiniteStepError: with ``stop_on_non_finite``, a step whose loss, new weights or new
+                optimizer moments are not finite (its update not stored).
             SessionError: as :meth:`open`; a kernel refused before it runs (an op the profile selects no
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
                 with the dropout mask's and batch norm's update ops, before any kernel runs).

@@ -481,7 +481,11 @@ def test_label_smoothing_of_one_is_noted_as_making_the_labels_irrelevant(capsys,
      "--lr 0.5 times the weight decay 5 is 2.5"),
     (("--optimizer", "adamw", "--lr", "1"), None),
     (("--optimizer", "adam", "--lr", "300", "--weight-decay", "0.01"), None),  # no fixed factor there
-], ids=["adamw-default-decay", "sgd", "adamw-mild", "adam"])
+    # review187 F1, F2: momentum changes the factor; a schedule changes the rate; 2 keeps the size
+    (("--optimizer", "sgd", "--lr", "0.5", "--weight-decay", "5", "--momentum", "0.9"), None),
+    (("--optimizer", "adamw", "--lr", "300", "--lr-schedule", "step:1:0.001"), None),
+    (("--optimizer", "sgd", "--lr", "0.5", "--weight-decay", "4"), None),
+], ids=["adamw-default-decay", "sgd", "adamw-mild", "adam", "sgd-momentum", "scheduled", "exactly-2"])
 def test_a_weight_decay_that_alone_makes_the_weights_grow_is_noted(capsys, options, note):
     """review184 F4, review186 F4: lr * weight_decay >= 2 multiplies every weight by 1 - lr * wd <= -1
     each step (SGD's coupled and AdamW's decoupled decay), whatever the gradients."""

@@ -955,17 +955,23 @@ def _divergence(loss: float, held_out: Validation | None, trainer: Trainer[Any, 
     return None
 
 
-def _decay_note(args: argparse.Namespace, optimizer: optim.OptimizerConfig) -> str:
-    """The ``note:`` of a weight decay whose step alone makes every weight grow (review184 F4), else
-    "": SGD's (added to the gradient) and AdamW's (decoupled) multiply each weight by ``1 - lr *
-    weight_decay`` every step, which is at most -1 from ``lr * weight_decay >= 2`` on. (Adam's and
-    the others' decay passes through their moment scaling, which has no such fixed factor.)"""
+def _decay_note(
+    args: argparse.Namespace, optimizer: optim.OptimizerConfig, resumed: _resume.Resumed | None
+) -> str:
+    """The ``note:`` of a weight decay whose step alone makes the weights it decays grow (review184
+    F4), else "": AdamW's decoupled decay, and plain SGD's (no momentum: review187 F1), multiply
+    each such weight by ``1 - lr * weight_decay`` every step, below -1 once ``lr * weight_decay >
+    2``. Only at a constant ``--lr`` of a new run (a schedule or ``--resume`` changes the rate:
+    review187 F2); the moment scaling of Adam's and the others' decay has no such fixed factor."""
     weight_decay = getattr(optimizer, "weight_decay", 0.0)
     product = args.lr * weight_decay
-    if args.optimizer not in ("sgd", "adamw") or product < 2.0:
+    plain_sgd = args.optimizer == "sgd" and not args.momentum and not args.nesterov
+    scheduled = args.lr_schedule.kind != "constant"
+    if not (plain_sgd or args.optimizer == "adamw") or scheduled or resumed is not None or product <= 2.0:
         return ""
+    which = "every weight it decays" if args.no_decay else "every weight"
     return (f"note: --lr {args.lr:g} times the weight decay {weight_decay:g} is {product:g}: the decay alone "
-            f"multiplies every weight by {1 - product:g} each step, so the weights grow without bound "
+            f"multiplies {which} by {1 - product:g} each step, so the weights grow without bound "
             "(lower --lr or --weight-decay)\n")
 
 
@@ -1127,7 +1133,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
     print(_no_update_note(args), end="", file=sys.stderr, flush=True)
-    print(_decay_note(args, optimizer), end="", file=sys.stderr, flush=True)
+    print(_decay_note(args, optimizer, resumed), end="", file=sys.stderr, flush=True)
     if args.label_smoothing == 1.0:  # review184 F5: torch accepts it too
         print("note: --label-smoothing 1 makes every target the uniform distribution, so the loss no longer "
               "depends on the labels", file=sys.stderr, flush=True)
