@@ -450,9 +450,10 @@ def host_array(values: object, what: str, error: type[Exception], accepted: str)
     a checkpoint's features, :func:`torchlean.batches.minibatches`' arrays), refusing with
     ``error`` (one line naming ``what``) what numpy would refuse with its bare errors or misread:
 
-    * a torch tensor is read as :func:`_from_torch_array` reads it (bfloat16 and the float8 types
-      widened to float64, which holds each value), refusing one that requires grad (as a torchlean
-      tensor that requires grad is refused) and a meta, sparse or nested one (no dense values);
+    * a torch tensor, alone or inside lists, is read as :func:`_from_torch_array` reads it
+      (bfloat16 and the float8 types widened to float64, which holds each value), refusing one
+      that requires grad (as a torchlean tensor that requires grad is refused) and a meta, sparse
+      or nested one (no dense values);
     * ragged nested sequences (numpy's ``ValueError``);
     * a single value that is not a number (``None``, a string, a dict, a generator), named by
       ``shown_briefly`` and its type, ``accepted`` saying what is taken;
@@ -462,21 +463,33 @@ def host_array(values: object, what: str, error: type[Exception], accepted: str)
     """
     if (masked := masked_entries(values)) is not None:
         raise error(f"{what}: {masked}")
-    if _is_torch_tensor(values):
-        tensor: Any = values
+    def read(tensor: Any, where: str = "") -> Array:
+        named = f"{what}: element {where}" if where else what
         if tensor.requires_grad:
             raise error(
-                f"{what}: a torch tensor of shape {tuple(tensor.shape)} that requires grad, which numpy "
+                f"{named}: a torch tensor of shape {tuple(tensor.shape)} that requires grad, which numpy "
                 "cannot read (accepted: its values, t.detach())"
             )
         try:
             return _from_torch_array(tensor, widen=True)
         except TensorError as refused:
-            raise error(f"{what}: {refused}") from None
+            raise error(f"{named}: {refused}") from None
+
+    if _is_torch_tensor(values):
+        return read(values)
     try:
         array = np.asarray(values)
     except ValueError as refused:
         raise error(f"{what} must be a rectangular array of real numbers: {refused}") from None
+    except (TypeError, RuntimeError):  # torch tensors inside a list numpy cannot read (review185 F2)
+        if not isinstance(values, list | tuple):
+            raise
+        try:
+            array = np.asarray(torch_elements_read(values, read))
+        except ValueError as refused:
+            if isinstance(refused, error):
+                raise
+            raise error(f"{what} must be a rectangular array of real numbers: {refused}") from None
     if array.ndim == 0 and array.dtype.kind not in "biuf":
         raise error(
             f"{what}: {shown_briefly(values)} of type {type(values).__name__} is not {accepted}"

@@ -55,6 +55,19 @@ def test_bfloat16_mse_targets_read_as_their_values_by_evaluate_and_validation() 
     assert histories[0].val_mse == histories[1].val_mse and histories[0].val_loss == histories[1].val_loss
 
 
+def test_lists_of_torch_tensors_are_read_as_a_tensor_given_alone() -> None:
+    """review185 F2: a list of torch tensors numpy cannot read (requires grad, bfloat16, meta) gave
+    torch's bare errors; its elements are now read, or refused naming them, as one tensor is."""
+    t = Trainer(nn.linear(4, 3), objective="cross-entropy")
+    with pytest.raises(TrainerError, match=r"^inputs: element \[0\]: a torch tensor of shape \(4,\) that "
+                       r"requires grad"):
+        t.fit([torch.tensor(row, requires_grad=True) for row in X], Y)
+    rows = [torch.tensor(row).bfloat16() for row in X]  # widened to float64, as one bfloat16 tensor
+    assert np.array_equal(t.predict(rows), t.predict(torch.tensor(X).bfloat16().double().numpy()))
+    with pytest.raises(BatchError, match=r"^array 0: element \[1\]: cannot copy a meta torch tensor"):
+        data.minibatches([torch.ones(2), torch.ones(2, device="meta")])
+
+
 def test_minibatches_ragged_and_non_data() -> None:
     with pytest.raises(BatchError, match="array 0 must be a rectangular array"):
         list(data.minibatches([[1.0, 2.0], [3.0]], batch_size=1))
