@@ -947,10 +947,10 @@ def _divergence(loss: float, held_out: Validation | None, trainer: Trainer[Any, 
         return f"the training loss is not finite ({loss})"
     if held_out is not None and held_out.losses and not math.isfinite(held_out.losses[-1]):
         return f"the validation loss is not finite ({held_out.losses[-1]})"
-    state = trainer.model.state()
-    bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in state.values())
+    values = trainer.model.parameters  # read, not copied (state() copies every array)
+    bad = sum(int(np.count_nonzero(~np.isfinite(w))) for w in values)
     if bad:
-        total = sum(int(w.size) for w in state.values())
+        total = sum(int(np.size(w)) for w in values)
         return f"the weights are not finite after the epoch's last update ({bad} of {total} values)"
     return None
 
