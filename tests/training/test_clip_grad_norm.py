@@ -271,11 +271,37 @@ def test_the_norms_are_left_folds_in_the_stated_order() -> None:
         return f32(np.sqrt(fold([f32(v * v) for v in values])))
 
     whole = two_norm(list(np.abs(flat)))
-    assert optim.clip_grad_norm([flat], 1.0)[1] == float(two_norm([whole]))
+    assert optim.clip_grad_norm([flat], 1.0)[1] == float(whole)  # the norm of one norm: itself
     assert f32(np.sqrt(np.sum(np.abs(flat) * np.abs(flat)))) != whole  # the control: pairwise differs
     norms = [two_norm(list(np.abs(g).ravel())) for g in grads]
     assert optim.clip_grad_norm(grads, 1.0)[1] == float(two_norm(norms))
     _, one = optim.clip_grad_norm([flat], 1.0, norm_type=3.0)
     third = f32(1.0 / 3.0)
     inner = f32(fold([f32(v ** f32(3.0)) for v in np.abs(flat)]) ** third)
-    assert one == float(f32(f32(inner ** f32(3.0)) ** third))  # the norm of the one norm
+    assert one == float(inner)  # the norm of the one norm is its magnitude, as torch's
+    assert float(f32(f32(inner ** f32(3.0)) ** third)) != one  # the control: a computed norm differs
+
+
+@pytest.mark.parametrize("norm_type", [0.5, 1.0, 2.0, 3.0, math.inf])
+@pytest.mark.parametrize(
+    "grads",
+    [
+        [np.array([3e19], dtype=np.float32)],  # its square overflows float32
+        [np.array([[-3e19]], dtype=np.float32)],
+        [np.array([1e-30], dtype=np.float32)],  # its square underflows to 0
+        [np.array(2e-300)],  # float64, 0-d
+        [np.array([3e19], dtype=np.float32), np.array([4e19], dtype=np.float32)],
+        [np.array([3e19], dtype=np.float32), np.array([0.0], dtype=np.float32)],
+        [np.array([3e19, 0.0], dtype=np.float32)],
+    ],
+    ids=["big", "big-2d", "tiny", "tiny-0d-f64", "two-big", "big-and-zero", "two-entries"],
+)
+def test_one_element_norms_are_magnitudes_as_torchs(grads, norm_type):
+    """Review184 F6: torch's norm of one element is its magnitude (nothing squared), so a lone
+    float32 ``3e19`` has norm ``3e19`` and is clipped to 1, where a computed square overflows and
+    zeroes the gradient; two such entries (in one gradient or two) overflow in torch as here."""
+    ours, total = optim.clip_grad_norm(grads, 1.0, norm_type=norm_type)
+    theirs, expected = _torch_clip(grads, 1.0, norm_type)
+    assert total == expected
+    for mine, torchs in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(mine, torchs)

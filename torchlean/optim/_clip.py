@@ -115,7 +115,10 @@ def clip_grad_norm(
     ``reciprocal(total + 1e-6) * max_norm``) clamped to at most 1, every gradient multiplied by
     ``coef`` (by 1.0 under the limit: values unchanged). The norms are computed in the gradients'
     dtype (float16 ones in float32), as torch's, so they overflow where torch's do (float32
-    gradients whose squares pass about 3.4e38). Every sum is a left fold in a stated order, under
+    gradients whose squares pass about 3.4e38); as torch's, the norm of one element (a one-element
+    gradient, and the total of one gradient) is its magnitude, whatever ``norm_type``, so a lone
+    ``3e19`` has norm ``3e19`` (two such entries overflow) and a lone ``1e-30`` keeps its norm
+    where its square underflows (review184 F6). Every sum is a left fold in a stated order, under
     every profile (review79 F1: it was numpy's pairwise sum, an order of numpy's own): a
     gradient's terms in row-major order, then the per-gradient norms in the order of ``grads``
     (``((t0 + t1) + t2) + ...``, from the first term). torch sums in another order, so a norm
@@ -158,6 +161,8 @@ def clip_grad_norm(
         magnitudes = np.abs(values.astype(work).ravel())
         if magnitudes.size == 0:
             return dtype.type(0.0)
+        if magnitudes.size == 1:  # torch's norm of one element is its magnitude: nothing squared
+            return dtype.type(magnitudes[0])
         if p == math.inf:
             return dtype.type(magnitudes.max())
         if p == 2.0:
