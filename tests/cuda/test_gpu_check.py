@@ -1111,3 +1111,30 @@ def test_a_refusal_phase_that_raises_is_recorded_and_the_long_phases_still_run(
     assert ran == ["end to end", "timing"] and record["passed"] is False and "finished" in record
     assert "JSONDecodeError" in record["phase_errors"]["refusals"] and "in_progress" not in record
     assert "FAILED (failed: parity 0, refusals raised, end to end 0, timing 0)" in capsys.readouterr().out
+
+
+def test_the_parity_phase_names_the_smallest_tiles_in_its_fail_lines(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """review187 F5: a case failing on the smallest tiles only (as a tile-boundary bug would) is
+    told apart from the same case failing on the default tiles in the summary's FAIL lines."""
+    rows = [
+        {"case": "attention/causal", "dtype": "float32", "passed": False, "problems": ["d q 3e-05"],
+         "tiles": "smallest"},
+        {"case": "attention/causal", "dtype": "float64", "passed": False, "problems": ["forward nan"]},
+        {"case": "relu/vector", "dtype": "float32", "passed": True, "problems": []},
+    ]
+
+    def sweep(device: torch.device, append: Callable[[dict[str, Any]], None], budget: Any) -> None:
+        for row in rows:
+            append(row)
+
+    monkeypatch.setattr(gpu_check, "_parity", sweep)
+    recorder = gpu_check.Recorder(tmp_path / "record.json", {})
+    failed = gpu_check._parity_phase(recorder, torch.device("cpu"), gpu_check.Budget(0))
+    assert failed == rows[:2]
+    printed = capsys.readouterr().out.splitlines()
+    assert "  FAIL attention/causal [float32] on the smallest tiles: d q 3e-05" in printed
+    assert "  FAIL attention/causal [float64]: forward nan" in printed
+    assert json.loads((tmp_path / "record.json").read_text())["parity_summary"]["failed"] == 2
