@@ -7,7 +7,14 @@ Oracle: the class definitions themselves (``ast``)."""
 from __future__ import annotations
 
 import ast
+import enum
+import importlib
+import inspect
+import pkgutil
 from pathlib import Path
+
+import torchlean
+from torchlean.backend.vocabulary import LabelledEnum
 
 PACKAGE = Path(__file__).resolve().parents[2] / "torchlean"
 
@@ -63,6 +70,21 @@ def test_every_enum_is_a_labelled_enum() -> None:
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if isinstance(node, ast.Call) and _name(node) in ENUM_BASES]
     assert calls == []
+
+
+def test_every_enum_class_the_modules_define_is_a_labelled_enum() -> None:
+    """The same rule over the imported classes, which no spelling of the base escapes (an alias by
+    assignment, ``_E = enum.Enum``, hides a base from the scan above: review187 F4)."""
+    modules = [importlib.import_module(info.name)
+               for info in pkgutil.walk_packages(torchlean.__path__, "torchlean.")]
+    enums = {f"{cls.__module__}.{cls.__qualname__}": cls for module in modules
+             for _, cls in inspect.getmembers(module, inspect.isclass)
+             if issubclass(cls, enum.Enum) and cls.__module__.startswith("torchlean.")}
+    assert len(enums) > 10  # the scan found the package's enums
+    plain = sorted(name for name, cls in enums.items()
+                   if not issubclass(cls, LabelledEnum) and cls is not LabelledEnum
+                   and cls.__name__ not in NOT_LABELLED)
+    assert plain == []
 
 
 def test_dataclasses_are_frozen_with_slots_or_named_as_stateful() -> None:
