@@ -16,6 +16,7 @@ during one step, for every ``n``, and compare the result with an oracle: uninter
 from __future__ import annotations
 
 import contextvars
+import gc
 import signal
 import sys
 import threading
@@ -42,11 +43,17 @@ X, Y = rng.random((8, 4)), rng.random((8, 2))
 
 @pytest.fixture(autouse=True)
 def python_sigint_handler() -> Iterator[None]:
-    """Python's default SIGINT handler (raises KeyboardInterrupt), whatever the runner installed."""
+    """Python's default SIGINT handler (raises KeyboardInterrupt), whatever the runner installed,
+    and no garbage-collector callbacks: a SIGINT handled inside one (hypothesis installs one to
+    time collections) raises its KeyboardInterrupt there, where Python reports it as unraisable
+    and drops it, so the interrupt the test sent would vanish."""
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    callbacks = list(gc.callbacks)
+    gc.callbacks.clear()
     try:
         yield
     finally:
+        gc.callbacks[:] = callbacks
         signal.signal(signal.SIGINT, before)
         sys.settrace(None)
 
