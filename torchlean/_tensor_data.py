@@ -282,7 +282,10 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
             dtype='float64' for a rounded float value)``, or the same for a float dtype whose
             largest finite value it exceeds.
     """
-    values = list(raw.flat)
+    values = _element_scalars(raw, widen=dtype is not None)
+    raw = np.empty(raw.shape, dtype=object)
+    for position, value in enumerate(values):  # one by one: a tuple element stays one object
+        raw.flat[position] = value
     # Python and numpy numbers only: another Real (a Fraction) would be cast to int64 truncated,
     # where torch, and the ops' constants, refuse it (review53 F1)
     nonnumeric = [v for v in values if not isinstance(v, int | float | np.integer | np.floating | np.bool_)]
@@ -313,6 +316,25 @@ def _object_numbers(data: object, raw: Array, dtype: DTypeLike | None) -> Array:
             raise TensorError(f"{what} does not fit the {target} tensor dtype (accepted: {accepted})")
     with np.errstate(over="ignore", under="ignore"):
         return raw.astype(target)
+
+
+def _element_scalars(raw: Array, *, widen: bool) -> list[object]:
+    """The elements of an object array numpy made of a list, with a 0-d torch tensor or 0-d numpy
+    array among them (``[torch.tensor(1.0), 2**70]``) read as its number (the tensor as
+    :func:`_from_torch_array` reads it), so that a refusal names the element that is not a number
+    rather than the tensor beside it (review185 F4); other elements as they are.
+
+    Raises:
+        TensorError: a tensor element :func:`_from_torch_array` refuses, naming its index path.
+    """
+    values: list[object] = []
+    for index, value in np.ndenumerate(raw):
+        if _is_torch_tensor(value):
+            value = _as_data_element(widen)(value, "".join(f"[{i}]" for i in index))
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        values.append(value)
+    return values
 
 
 def _require_int64_fits(raw: Array) -> None:

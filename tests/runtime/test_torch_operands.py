@@ -112,6 +112,34 @@ def test_a_list_of_torch_tensors_reads_the_same_whatever_its_values() -> None:
         tl.tensor([torch.tensor(1.0, requires_grad=True), "a"])
 
 
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ([torch.tensor(1.0), "x"], "'x' of type str"),
+        ([torch.tensor(1.0), None], "None of type NoneType"),
+        ([[torch.tensor(1.0)], ["x"]], "'x' of type str"),
+        ([np.array(2.0), None], "None of type NoneType"),
+    ],
+)
+def test_a_refusal_names_the_element_that_is_not_a_number_beside_a_tensor(data: Any, named: str) -> None:
+    """review185 F4: a 0-d tensor beside a string was named as the element that is not numeric
+    data; torch refuses the string (``new(): invalid data type 'str'``)."""
+    with pytest.raises(TensorTypeError, match=rf": its element {named} is not numeric data"):
+        tl.tensor(data)
+
+
+def test_a_zero_d_tensor_beside_an_integer_beyond_int64_is_read_as_torch_reads_it() -> None:
+    """torch.tensor([torch.tensor(1.0), 2**70]) is float32 [1.0, 2**70 rounded]: the tensor was
+    refused as not numeric data; an int64 tensor beside 2**70 is refused for the integer, as
+    ``tl.tensor([3, 2**70])`` is."""
+    expected = torch.tensor([torch.tensor(1.0), 2**70]).numpy()
+    np.testing.assert_array_equal(tl.tensor([torch.tensor(1.0), 2**70]).numpy(), expected)
+    with pytest.raises(TensorError, match=r"the integer 1180591620717411303424 does not fit the int64"):
+        tl.tensor([torch.tensor(3), 2**70])
+    with pytest.raises(TensorError, match=r"from data\[0\]: unsupported tensor dtype torch.bfloat16"):
+        tl.tensor([torch.tensor(1.0).bfloat16(), None])
+
+
 def test_a_float16_list_reads_without_an_overflow_warning() -> None:
     """review179 F4: the 2**63 test cast 2**63 to float16 (inf) and warned on every call."""
     with warnings.catch_warnings():
