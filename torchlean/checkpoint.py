@@ -42,14 +42,13 @@ import dataclasses
 import json
 import math
 import os
-import re
 import sys
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -58,31 +57,30 @@ from torchlean import _npz
 from torchlean._atomic import replace_file
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
+from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS, capsule_rows, json_ready, value_shown
+from torchlean._checkpoint_errors import CheckpointError, FeatureValueError
+from torchlean._checkpoint_model import (
+    Model,
+    built_model,
+    check_dtype,
+    check_model_fields,
+    declared,
+    fit_weights,
+    literals,
+    optimizer_fit,
+    optimizer_form,
+    optimizer_values,
+)
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._csv import refused_character
 from torchlean._memory import usable_memory
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._tensor_data import host_array
 from torchlean.backend import profiles
-from torchlean.backend.contracts import ClaimKind, EvidenceKind
 from torchlean.backend.display import cut, escaped
-from torchlean.backend.errors import TorchLeanError
-from torchlean.backend.vocabulary import (
-    BackendOp,
-    ContractObligation,
-    Device,
-    LabelledEnum,
-    Provider,
-    ReductionPolicy,
-    TensorLayout,
-    TrustLevel,
-    VJPMode,
-)
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
-from torchlean.optim import OPTIMIZERS
-from torchlean.optim._records import negative_entry
 from torchlean.provenance import ENVIRONMENT_KEYS, LATER_KEYS, environment_fault, is_sha256
 from torchlean.trainer import RECORD_ORDERS, ExecutionMode, Objective, RunConfig, Trainer
 
@@ -97,21 +95,10 @@ FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 """The checkpoint formats this version of torchlean reads: 1 (no training state) and 2."""
 
-CAPSULE_KEYS = ("op", "capsule", "provider", "device", "trust", "vjp", "reduction", "contracts")
-"""The keys of each row of :attr:`Checkpoint.capsules`, in their order: those of
-:func:`torchlean.backend.report.audit_to_json`'s rows."""
-
 EARLIER_CAPSULE_KEYS = ("segments", "capsule_table_sha256", "capsules")
 """The keys of each entry of :attr:`Checkpoint.earlier_capsules`, in their order: how many
 consecutive segments of a resumed run (before the last) it stands for, their capsule table's digest
 and their capsules."""
-
-CAPSULE_LABELS: Mapping[str, type[LabelledEnum]] = MappingProxyType({
-    "op": BackendOp, "provider": Provider, "device": Device, "trust": TrustLevel, "vjp": VJPMode,
-    "reduction": ReductionPolicy,
-})
-"""The label keys of a :attr:`Checkpoint.capsules` row and the vocabulary
-(:mod:`torchlean.backend.vocabulary`) whose ``.labels()`` each takes."""
 
 _FORMAT = "torchlean-checkpoint"
 _WEIGHTS = "weights/"
@@ -128,6 +115,9 @@ _ARCHIVE_ERRORS = (
     NotImplementedError,  # zipfile: an unsupported compression method
     MemoryError,  # an entry whose header claims more memory than there is
 )
+"""What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
+(``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
+(``BadZipFile``, ``OSError``, ``ValueError``)."""
 _NPY_MAGIC = b"\x93NUMPY"
 _LAST_CODE_POINT = 0x10FFFF
 """Unicode's last code point: a UTF-32 code unit above it is no character."""
@@ -135,9 +125,6 @@ _METADATA_CHARS = 2**24
 """The most characters a checkpoint's metadata entry may declare (64 MiB as numpy stores text;
 a run's metadata is some kilobytes, a few megabytes with tens of thousands of feature names):
 the entry is read whole before anything else is known."""
-"""What numpy raises for a file that is not a readable ``.npz`` archive: not a zip or ``.npy``
-(``ValueError``: it would need pickle), empty (``EOFError``), truncated or damaged
-(``BadZipFile``, ``OSError``, ``ValueError``)."""
 # What np.savez stores without pickling: bool, integer, float and unicode text arrays (never object).
 _PLAIN_KINDS = "biufU"
 # numpy < 2.1 has no allow_pickle keyword in np.savez and stored save's allow_pickle=False as an
@@ -145,24 +132,6 @@ _PLAIN_KINDS = "biufU"
 _STRAY_ENTRY = "allow_pickle"
 
 Array = npt.NDArray[Any]
-
-
-class CheckpointError(TorchLeanError, ValueError):
-    """A checkpoint could not be written or read, or its contents are inconsistent (the message
-    names the file and what is wrong)."""
-
-
-class FeatureValueError(CheckpointError):
-    """A feature value :meth:`Checkpoint.standardise` refuses: ``x[row, feature] (feature NAME):
-    DETAIL``, with the 0-based ``row`` and ``feature`` (numpy's indices) and the ``detail`` as
-    attributes, so a caller reading a file can name the cell its own way (``torchlean predict``:
-    the CSV line and column)."""
-
-    def __init__(self, row: int, feature: int, name: str, detail: str) -> None:
-        super().__init__(f"x[{row}, {feature}] (feature {name}): {detail}")
-        self.row = row
-        self.feature = feature
-        self.detail = detail
 
 
 def profile_name(profile: profiles.BackendProfile) -> str:
@@ -289,10 +258,10 @@ class TrainingState:
                 raise CheckpointError(
                     f"training optimizer entry {display_name(key)} must be a numeric numpy array, got {shown}"
                 )
-        _optimizer_form(self.optimizer)  # before any copy: the form bounds what is copied
+        optimizer_form(self.optimizer)  # before any copy: the form bounds what is copied
         for key, value in self.optimizer.items():
             state[key] = _read_only(value)
-        _optimizer_values(state)
+        optimizer_values(state)
         object.__setattr__(self, "optimizer", MappingProxyType(state))
         if not isinstance(self.settings, Mapping):
             raise CheckpointError(
@@ -503,17 +472,17 @@ class Checkpoint:
             if self.version == 1:
                 raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
         self._coerce()
-        object.__setattr__(self, "dropout", _check_model_fields(
+        object.__setattr__(self, "dropout", check_model_fields(
             self.model, self.hidden, self.features, self.outputs, self.dropout, self.version))
         self._check_test_fraction()
-        _check_dtype(self.dtype)
+        check_dtype(self.dtype)
         self._check_task()
         for name in ("dataset", "label_column", "profile"):
             if not isinstance(getattr(self, name), str):
                 raise CheckpointError(f"{name} must be a string, got {getattr(self, name)!r}")
         if not _strings(self.feature_names) or len(self.feature_names) not in (0, self.features):
             raise CheckpointError(
-                f"feature_names must be () or {self.features} strings, got {_literals(self.feature_names)}"
+                f"feature_names must be () or {self.features} strings, got {literals(self.feature_names)}"
             )
         if self.profile not in profiles.names():
             raise CheckpointError(f"unknown profile {self.profile!r} (known: {' | '.join(profiles.names())})")
@@ -538,7 +507,7 @@ class Checkpoint:
         if self.training is not None:
             if self.training.last_weights is not None:  # checked, kept as given
                 _checked_weights(self.training.last_weights, model, "last_weights entry")
-            _optimizer_fit(self.training.optimizer, model)
+            optimizer_fit(self.training.optimizer, model)
 
     def _check_provenance(self) -> None:
         """Check (and store in their spelling) ``split_seed``, ``torch_threads`` and
@@ -577,19 +546,19 @@ class Checkpoint:
         if self.version == 1 and (rows is not None or order is not None):
             raise CheckpointError(
                 f"a version 1 checkpoint has no capsules or capsules_order (version 2 does), got capsules "
-                f"{'None' if rows is None else 'given'}, capsules_order {_value_shown(order)}"
+                f"{'None' if rows is None else 'given'}, capsules_order {value_shown(order)}"
             )
         words = [RECORD_ORDERS[mode] for mode in ExecutionMode]
         if order is not None and order not in words:
             raise CheckpointError(
                 f"capsules_order must be one of {' | '.join(words)} (the order of the capsules list) or "
-                f"None, got {_value_shown(order)}"
+                f"None, got {value_shown(order)}"
             )
         if (rows is None) != (order is None):
             raise CheckpointError(
                 "capsules and capsules_order must be given together (the run's capsules and their order) "
                 f"or both be None, got capsules {'None' if rows is None else 'given'} and capsules_order "
-                f"{_value_shown(order)}"
+                f"{value_shown(order)}"
             )
         if rows is None:
             return
@@ -600,7 +569,7 @@ class Checkpoint:
                 "one of them was edited): a run's capsules are listed in its execution mode's order"
             )
         device = profiles.get(self.profile).policy.device.label
-        object.__setattr__(self, "capsules", _capsule_rows(rows, self.profile, device))
+        object.__setattr__(self, "capsules", capsule_rows(rows, self.profile, device))
 
     def _check_earlier_capsules(self) -> None:
         """Check (and store read-only) ``earlier_capsules``; see the class docstring."""
@@ -613,13 +582,13 @@ class Checkpoint:
         if not before:
             raise CheckpointError(
                 "earlier_capsules must be None for a run of one segment (torch_threads_segments records "
-                f"none before the last), got {_value_shown(earlier)}"
+                f"none before the last), got {value_shown(earlier)}"
             )
         if not isinstance(earlier, list | tuple) or not earlier:
             raise CheckpointError(
                 f"earlier_capsules must be a non-empty list of mappings with the keys "
                 f"{', '.join(EARLIER_CAPSULE_KEYS)} (the {before} segments before the last) or None, got "
-                f"{_value_shown(earlier)}"
+                f"{value_shown(earlier)}"
             )
         device = profiles.get(self.profile).policy.device.label
         checked = [self._earlier_entry(index, entry, device) for index, entry in enumerate(earlier)]
@@ -643,7 +612,7 @@ class Checkpoint:
             found = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
             raise CheckpointError(
                 f"{where} must be a mapping with exactly the keys {keys}, got "
-                f"{_value_shown(entry) if found is None else 'the keys ' + ', '.join(found)}"
+                f"{value_shown(entry) if found is None else 'the keys ' + ', '.join(found)}"
             )
         count, digest, rows = entry["segments"], entry["capsule_table_sha256"], entry["capsules"]
         if isinstance(count, np.integer):
@@ -651,16 +620,16 @@ class Checkpoint:
         if not is_builtin_int(count) or count < 1:
             raise CheckpointError(
                 f"{where} segments must be an int >= 1 (how many consecutive segments ran with these "
-                f"capsules), got {_value_shown(count)}"
+                f"capsules), got {value_shown(count)}"
             )
         if digest is not None and not is_sha256(digest):
             raise CheckpointError(
                 f"{where} capsule_table_sha256 must be 64 lowercase hex digits (those segments' "
-                f"environment's) or None, got {_value_shown(digest)}"
+                f"environment's) or None, got {value_shown(digest)}"
             )
         if rows is not None:
             try:
-                rows = _capsule_rows(rows, self.profile, device)
+                rows = capsule_rows(rows, self.profile, device)
             except CheckpointError as error:
                 raise CheckpointError(f"{where} {error}") from None
         return MappingProxyType({"segments": count, "capsule_table_sha256": digest, "capsules": rows})
@@ -668,12 +637,12 @@ class Checkpoint:
     def earlier_capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`earlier_capsules` as JSON-ready data (plain dicts and lists, a new copy); ``None``
         when not recorded."""
-        return None if self.earlier_capsules is None else _json_ready(self.earlier_capsules)
+        return None if self.earlier_capsules is None else json_ready(self.earlier_capsules)
 
     def capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`capsules` as JSON-ready data, as :func:`torchlean.backend.report.audit_to_json`
         wrote them (plain dicts and lists, a new copy); ``None`` when not recorded."""
-        return None if self.capsules is None else [_json_ready(row) for row in self.capsules]
+        return None if self.capsules is None else [json_ready(row) for row in self.capsules]
 
     def _check_data_digest(self) -> None:
         """Check ``data_sha256``, taking the training settings' when it is ``None``; see the class
@@ -861,7 +830,7 @@ class Checkpoint:
                 or not all(name.strip() for name in self.classes)
             ):  # a blank name would print as predict's empty "no prediction" cell
                 raise CheckpointError(
-                    f"classes must be distinct, non-blank strings, got {_literals(self.classes)}"
+                    f"classes must be distinct, non-blank strings, got {literals(self.classes)}"
                 )
             for index, name in enumerate(self.classes):  # predict writes them raw (review158 F3, F4)
                 refused = refused_character(name)
@@ -874,7 +843,7 @@ class Checkpoint:
             if len(self.classes) < 2 or len(self.classes) != self.outputs:
                 raise CheckpointError(
                     f"a classifier needs one class per output unit ({self.outputs}), at least two; "
-                    f"got classes {_literals(self.classes)}"
+                    f"got classes {literals(self.classes)}"
                 )
             if self.target_mean is not None or self.target_scale is not None:
                 raise CheckpointError("target_mean and target_scale must be None for classification")
@@ -897,9 +866,9 @@ class Checkpoint:
         else:
             raise CheckpointError(f"unknown task {self.task!r} (known: classification | regression)")
 
-    def _model(self) -> _Model:
+    def _model(self) -> Model:
         """The model these fields describe, its parameters listed (fields already checked)."""
-        return _built_model(self.model, self.hidden, self.features, self.outputs, self.dropout, self.dtype)
+        return built_model(self.model, self.hidden, self.features, self.outputs, self.dropout, self.dtype)
 
     def build(
         self, *, profile: str | None = None, execution: str | None = None, show_backend: bool = False
@@ -994,119 +963,8 @@ class Checkpoint:
         return values
 
 
-class _Declared(Protocol):
-    """What a check of an entry's form reads: an array's, or an archive entry's header's
-    (:class:`torchlean._npz.Entry`, its data not read), ``shape`` and ``dtype``."""
-
-    @property
-    def shape(self) -> tuple[int, ...]: ...
-
-    @property
-    def dtype(self) -> np.dtype[Any]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Model:
-    """A checkpoint's model as :func:`~torchlean.models.build_model` rebuilds it: its fields and
-    its parameters' ``(name, shape)`` in the model's order (the optimizer's parameter order)."""
-
-    name: str
-    hidden: int
-    features: int
-    outputs: int
-    dropout: float
-    dtype: np.dtype[Any]
-    params: tuple[tuple[str, tuple[int, ...]], ...]
-
-    def described(self) -> str:
-        dropout = f", dropout {self.dropout!r}" if self.dropout else ""
-        return (f"model {self.name} (features {self.features}, outputs {self.outputs}, hidden "
-                f"{self.hidden}{dropout})")
-
-
-def _literals(values: object) -> str:
-    """``repr(values)`` of a tuple or list, a long one elided as
-    :func:`~torchlean._cells.names_listed` elides names (``('c0', 'c1', 'c2', ..., 'c999999')
-    (1000000 in all)``); anything else as ``repr``."""
-    if not isinstance(values, tuple | list) or len(values) <= LISTED:
-        return repr(values)
-    opening, closing = ("(", ")") if isinstance(values, tuple) else ("[", "]")
-    shown = ", ".join(map(repr, values[:3]))
-    return f"{opening}{shown}, ..., {values[-1]!r}{closing} ({len(values)} in all)"
-
-
-def _check_model_fields(model: object, hidden: object, features: object, outputs: object,
-                        dropout: object, version: int) -> float:
-    """``dropout`` as a float, once the model fields of a checkpoint are checked (see
-    :class:`Checkpoint`).
-
-    Raises:
-        CheckpointError: an unknown ``model``; ``hidden``, ``features`` or ``outputs`` not an int
-            >= 1; a ``dropout`` outside ``[0, 1)``, or nonzero with ``version`` 1.
-    """
-    if not isinstance(model, str) or model not in MODELS:
-        raise CheckpointError(f"unknown model {model!r} (known: {' | '.join(MODELS)})")
-    for name, value in (("hidden", hidden), ("features", features), ("outputs", outputs)):
-        if not is_builtin_int(value) or value < 1:
-            raise CheckpointError(f"{name} must be an int >= 1, got {value!r}")
-    try:
-        checked = checked_dropout(dropout)
-    except ShapeError as error:
-        raise CheckpointError(str(error)) from None
-    if version == 1 and checked != 0.0:
-        raise CheckpointError(
-            f"a version 1 checkpoint has no dropout (version 2 does), got dropout {checked!r}"
-        )
-    return checked
-
-
-def _check_dtype(dtype: object) -> None:
-    if dtype not in ("float32", "float64"):
-        raise CheckpointError(f"dtype must be float32 or float64, got {dtype!r}")
-
-
-def _built_model(model: str, hidden: int, features: int, outputs: int, dropout: float, dtype: str) -> _Model:
-    """The :class:`_Model` of checked fields.
-
-    Raises:
-        CheckpointError: ``the model cannot be rebuilt: ...`` (what build_model refuses).
-    """
-    try:
-        layer, _ = build_model(model, features, outputs, hidden=hidden, dropout=dropout)
-    except TorchLeanError as error:
-        raise CheckpointError(f"the model cannot be rebuilt: {error}") from None
-    params = tuple((spec.name, tuple(int(n) for n in spec.shape)) for spec in layer.param_specs())
-    return _Model(model, hidden, features, outputs, dropout, np.dtype(dtype), params)
-
-
-def _fit_weights(weights: Mapping[str, _Declared], model: _Model, what: str) -> None:
-    """Check that ``weights`` (the ``weights`` field, or the training state's ``last_weights``:
-    ``what`` names one of them in messages) are exactly ``model``'s parameters: names, shapes,
-    dtype. Only ``shape`` and ``dtype`` are read (an archive entry's header does).
-
-    Raises:
-        CheckpointError: a missing or unexpected name (all of them, a long list elided), a
-            wrong shape or dtype (the first).
-    """
-    names = [name for name, _ in model.params]
-    missing = [name for name in names if name not in weights]
-    extra = [name for name in weights if name not in names]
-    if missing or extra:
-        which = "weights" if what == "weight" else "training last_weights"
-        raise CheckpointError(
-            f"the {which} do not match {model.described()}: missing {_literals(missing)}, unexpected "
-            f"{_literals(extra)}"
-        )
-    for name, shape in model.params:
-        value = weights[name]
-        if value.dtype != model.dtype:
-            raise CheckpointError(f"{what} {name} has dtype {value.dtype}, expected {model.dtype}")
-        if value.shape != shape:
-            raise CheckpointError(f"{what} {name} has shape {list(value.shape)}, expected {list(shape)}")
-
-
-def _checked_weights(weights: object, model: _Model, what: str) -> Mapping[str, Array]:
-    """``weights`` as read-only copies, in ``model``'s parameter order, after :func:`_fit_weights`."""
+def _checked_weights(weights: object, model: Model, what: str) -> Mapping[str, Array]:
+    """``weights`` as read-only copies, in ``model``'s parameter order, after :func:`fit_weights`."""
     if not isinstance(weights, Mapping):
         raise CheckpointError(f"weights must be a mapping of names to arrays, got {type(weights).__name__}")
     for name, value in weights.items():
@@ -1114,7 +972,7 @@ def _checked_weights(weights: object, model: _Model, what: str) -> Mapping[str, 
             raise CheckpointError(
                 f"{what} {name} is a {type(value).__name__}, expected a numpy array of {model.dtype}"
             )
-    _fit_weights(weights, model, what)
+    fit_weights(weights, model, what)
     return MappingProxyType({name: _read_only(weights[name]) for name, _ in model.params})
 
 
@@ -1133,143 +991,6 @@ def _check_epochs(epochs_done: object, epochs: object, random_counter: object) -
         )
     if not is_builtin_int(random_counter) or not 0 <= random_counter < 2**64:
         raise CheckpointError(f"training random_counter must be an int in [0, 2**64), got {random_counter!r}")
-
-
-# The entries of Optimizer.state_dict(): its counts and rate, and per parameter i its buffers
-_OPTIMIZER_ENTRIES = "kind, steps, param_steps, lr, and first.<i>, second.<i>, third.<i> per parameter i"
-_BUFFER = re.compile(r"(first|second|third)\.(0|[1-9][0-9]{0,8})")
-_KIND_CHARS = max(map(len, OPTIMIZERS))
-_THIRD_KINDS = ("adam", "adamw", "rmsprop")
-"""The optimizers that keep a third buffer (AMSGrad's maximum, centered RMSprop's average)."""
-
-
-def _declared(value: _Declared) -> str:
-    return f"dtype {value.dtype}, shape {list(value.shape)}"
-
-
-def _optimizer_form(state: Mapping[str, _Declared]) -> None:
-    """Check the names, dtypes and ranks of an optimizer state's entries
-    (:meth:`Optimizer.state_dict <torchlean.optim.Optimizer.state_dict>`'s), reading only their
-    ``shape`` and ``dtype``: ``kind`` a 0-d text array of at most as many characters as the
-    longest optimizer name, ``steps`` a 0-d integer, ``param_steps`` 1-d integers, ``lr`` a 0-d
-    real number, and the buffers ``first.<i>``, ``second.<i>``, ``third.<i>``.
-
-    Raises:
-        CheckpointError: another entry name, or an entry of another form, naming it.
-    """
-    for key, value in state.items():
-        if key == "kind":
-            fits = value.shape == () and value.dtype.kind == "U" and value.dtype.itemsize <= 4 * _KIND_CHARS
-            what = f"a 0-d text array naming the optimizer ({' | '.join(OPTIMIZERS)})"
-        elif key == "steps":
-            fits = value.shape == () and value.dtype.kind in "iu"
-            what = "a 0-d integer array (the step count)"
-        elif key == "param_steps":
-            fits = len(value.shape) == 1 and value.dtype.kind in "iu"
-            what = "a 1-d integer array (each parameter's step count)"
-        elif key == "lr":
-            fits = value.shape == () and value.dtype.kind in "iuf"
-            what = "a 0-d real array (the learning rate)"
-        elif _BUFFER.fullmatch(key):
-            continue  # checked against the model's parameters by Checkpoint
-        else:
-            raise CheckpointError(
-                f"training optimizer entry {display_name(key)} is not one of Optimizer.state_dict()'s "
-                f"({_OPTIMIZER_ENTRIES})"
-            )
-        if not fits:
-            raise CheckpointError(f"training optimizer entry {key} must be {what}, got {_declared(value)}")
-
-
-def _optimizer_values(state: Mapping[str, Array]) -> None:
-    """Check the values of an optimizer state :func:`_optimizer_form` accepted, as
-    :meth:`Optimizer.load_state_dict <torchlean.optim.Optimizer.load_state_dict>` would: a
-    ``kind`` naming an optimizer (one of :data:`_THIRD_KINDS` when there are ``third.<i>``
-    buffers) whose never-negative buffers hold no negative entry (Adam's second moments), step
-    counts >= 0, a finite learning rate >= 0.
-
-    Raises:
-        CheckpointError: naming the entry and the accepted values.
-    """
-    kind = state.get("kind")
-    if kind is not None:
-        name = str(kind[()])
-        if name not in OPTIMIZERS:
-            raise CheckpointError(
-                f"training optimizer entry kind must name an optimizer ({' | '.join(OPTIMIZERS)}), got "
-                f"{name!r}"
-            )
-        third = sorted(key for key in state if key.startswith("third."))
-        if third and name not in _THIRD_KINDS:
-            raise CheckpointError(
-                f"training optimizer state of kind {name!r} has the entries {_listed(third)}, but a {name} "
-                f"optimizer keeps no third buffer (only {', '.join(_THIRD_KINDS)} do: AMSGrad, centered "
-                "RMSprop)"
-            )
-        for key, value in state.items():  # review158 F6: a negative second moment trained into NaN
-            negative = negative_entry(name, key, value)
-            if negative is not None:
-                raise CheckpointError(f"training optimizer {negative}")
-    for key in ("steps", "param_steps"):
-        counts = state.get(key)
-        if counts is not None and bool((counts < 0).any()):
-            shown = int(counts) if counts.ndim == 0 else _literals(counts.tolist())
-            raise CheckpointError(f"training optimizer entry {key} must be >= 0, got {shown}")
-    lr = state.get("lr")
-    if lr is not None and not (bool(np.isfinite(lr)) and float(lr) >= 0.0):
-        raise CheckpointError(
-            f"training optimizer entry lr must be a finite learning rate >= 0, got {lr[()]!r}"
-        )
-
-
-def _optimizer_fit(state: Mapping[str, _Declared], model: _Model) -> None:
-    """Check an optimizer state against ``model``'s parameters, reading only ``shape`` and
-    ``dtype``: its ``steps`` and ``param_steps`` entries present (one count per parameter), each
-    buffer naming a parameter and of its shape and dtype, ``first.<i>`` and ``second.<i>``
-    together and ``third.<i>`` only with them (as :meth:`Optimizer.state_dict
-    <torchlean.optim.Optimizer.state_dict>` writes them; a frozen parameter has none).
-
-    Raises:
-        CheckpointError: naming the entry, what it holds and what the model needs.
-    """
-    count = len(model.params)
-    for key in ("steps", "param_steps"):
-        if key not in state:
-            raise CheckpointError(
-                f"the training optimizer state has no {key} entry (Optimizer.state_dict() writes one; "
-                "--resume could not load the state)"
-            )
-    if state["param_steps"].shape != (count,):
-        raise CheckpointError(
-            f"training optimizer entry param_steps must hold one step count per parameter of "
-            f"{model.described()}: {count}, got shape {list(state['param_steps'].shape)}"
-        )
-    buffers: dict[int, set[str]] = {}
-    for key, value in state.items():
-        match = _BUFFER.fullmatch(key)
-        if match is None:
-            continue
-        index = int(match.group(2))
-        if index >= count:
-            raise CheckpointError(
-                f"training optimizer entry {key} names parameter {index}, but {model.described()} has "
-                f"{count} parameters (0 to {count - 1})"
-            )
-        name, shape = model.params[index]
-        if value.shape != shape or value.dtype != model.dtype:
-            raise CheckpointError(
-                f"training optimizer entry {key} has {_declared(value)}, but parameter {index} ({name}) has "
-                f"dtype {model.dtype}, shape {list(shape)}"
-            )
-        buffers.setdefault(index, set()).add(match.group(1))
-    for index, kinds in sorted(buffers.items()):
-        if "first" not in kinds or "second" not in kinds:
-            lacking = "first" if "first" not in kinds else "second"
-            raise CheckpointError(
-                f"the training optimizer state has {', '.join(f'{k}.{index}' for k in sorted(kinds))} but no "
-                f"{lacking}.{index} (Optimizer.state_dict() writes each parameter's first and second buffers "
-                "together, or none for a frozen parameter)"
-            )
 
 
 def _check_version(version: object) -> int:
@@ -1745,7 +1466,7 @@ def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
     unknown = [name for name in meta if name not in known]
     if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
         shown, count = ", ".join(map(repr, unknown)), ""
-        if len(unknown) > LISTED:  # elided as _literals elides (a hostile file may name thousands)
+        if len(unknown) > LISTED:  # elided as literals elides (a hostile file may name thousands)
             shown = f"{', '.join(map(repr, unknown[:3]))}, ..., {unknown[-1]!r}"
             count = f"{len(unknown)} in all; "
         raise CheckpointError(
@@ -1820,22 +1541,22 @@ def _check_declared(meta: dict[str, Any], entries: Mapping[str, _npz.Entry]) -> 
         statistics = entries["target_statistics"]
         if statistics.dtype != np.float64 or statistics.shape != (2,):
             raise CheckpointError(
-                f"target_statistics must be float64 [mean, scale], got {_declared(statistics)}"
+                f"target_statistics must be float64 [mean, scale], got {declared(statistics)}"
             )
     version = meta["version"]
     fields = [_field(meta, name, kind) for name, kind in (
         ("model", str), ("hidden", int), ("features", int), ("outputs", int), ("dtype", str))]
     model, hidden, features, outputs, dtype = fields
-    dropout = _check_model_fields(model, hidden, features, outputs,
+    dropout = check_model_fields(model, hidden, features, outputs,
                                   0.0 if version == 1 else _dropout_field(meta), version)
-    _check_dtype(dtype)
-    described = _built_model(model, hidden, features, outputs, dropout, dtype)
+    check_dtype(dtype)
+    described = built_model(model, hidden, features, outputs, dropout, dtype)
     for name in ("feature_mean", "feature_scale"):
         if entries[name].dtype != np.float64 or entries[name].shape != (features,):
             raise CheckpointError(
-                f"{name} must be a float64 array of shape [{features}], got {_declared(entries[name])}"
+                f"{name} must be a float64 array of shape [{features}], got {declared(entries[name])}"
             )
-    _fit_weights(_prefixed(entries, _WEIGHTS), described, "weight")
+    fit_weights(_prefixed(entries, _WEIGHTS), described, "weight")
     training = meta.get("training")
     if training is None:
         return
@@ -1847,17 +1568,17 @@ def _check_declared(meta: dict[str, Any], entries: Mapping[str, _npz.Entry]) -> 
                 if math.prod(history.shape) == done:  # small: TrainingState names its values
                     continue
                 raise CheckpointError(
-                    f"training {shown} must be a 1-d float array, got {_declared(history)}"
+                    f"training {shown} must be a 1-d float array, got {declared(history)}"
                 )
             if history.shape[0] != done:
                 raise CheckpointError(
                     f"training {shown} must hold one value per epoch done ({done}), got {history.shape[0]}"
                 )
     if training["last_weights"]:
-        _fit_weights(_prefixed(entries, _LAST_WEIGHTS), described, "last_weights entry")
+        fit_weights(_prefixed(entries, _LAST_WEIGHTS), described, "last_weights entry")
     optimizer = _prefixed(entries, _OPTIMIZER)
-    _optimizer_form(optimizer)
-    _optimizer_fit(optimizer, described)
+    optimizer_form(optimizer)
+    optimizer_fit(optimizer, described)
 
 
 def _prefixed(entries: Mapping[str, _npz.Entry], prefix: str) -> dict[str, _npz.Entry]:
@@ -1970,7 +1691,7 @@ def _check_training_meta(meta: object) -> dict[str, Any]:
     """
     fields = _TRAINING_FIELDS
     if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
-        shown = _literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
+        shown = literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
         raise CheckpointError(
             f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
             f"got {shown}"
@@ -2071,178 +1792,6 @@ def _environment(value: object) -> Mapping[str, Any]:
     if fault is not None:  # review65 F5, F6: each value of the type provenance.environment() writes
         raise CheckpointError(f"environment: {fault}")
     return MappingProxyType({key: block[key] for key in ENVIRONMENT_KEYS})
-
-
-_SHOWN_CHARS = 200
-"""The most characters of a value's literal a capsule row's error message shows."""
-
-
-def _value_shown(value: object) -> str:
-    """``repr(value)`` for a message, cut after :data:`_SHOWN_CHARS` characters with its length (a
-    hostile file's value may hold megabytes)."""
-    return _cut(repr(value))
-
-
-def _json_ready(value: Any) -> Any:
-    """``value`` with mappings as dicts and tuples and lists as lists, recursively (JSON's)."""
-    if isinstance(value, Mapping):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, tuple | list):
-        return [_json_ready(item) for item in value]
-    return value
-
-
-class _RowFault(Exception):
-    """What is wrong with one capsule row: the key path inside it and the fault."""
-
-    def __init__(self, where: str, fault: str) -> None:
-        super().__init__(f"{where} {fault}" if where else fault)
-
-
-def _keyed(
-    value: object, where: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """``value``, a mapping with string keys: all of ``keys`` and none but those and
-    ``optional``, as a dict in that order (``keys`` then ``optional``).
-
-    Raises:
-        _RowFault: not a mapping, or other keys (naming those missing and unexpected).
-    """
-    accepted = ", ".join([*keys, *(f"{key} (optional)" for key in optional)])
-    if not isinstance(value, Mapping):
-        raise _RowFault(where, f"must be a mapping with the keys {accepted}, got {_value_shown(value)}")
-    missing = [key for key in keys if key not in value]
-    unexpected = [key for key in value if key not in keys and key not in optional]
-    if missing or unexpected:
-        faults = "; ".join(f"{what} {', '.join(map(_value_shown, found))}" for what, found in (
-            ("missing", missing), ("unexpected", unexpected)) if found)
-        raise _RowFault(where, f"must have the keys {accepted} (report.audit_to_json's): {_cut(faults)}")
-    return {key: value[key] for key in (*keys, *optional) if key in value}
-
-
-def _cut(text: str) -> str:
-    """``text`` cut after :data:`_SHOWN_CHARS` characters, with its length."""
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
-
-
-def _label(value: object, where: str, vocabulary: type[LabelledEnum]) -> str:
-    """``value``, a label of ``vocabulary``.
-
-    Raises:
-        _RowFault: another value, naming the accepted labels.
-    """
-    if not isinstance(value, str) or value not in vocabulary.labels():
-        raise _RowFault(where, f"must be one of {' | '.join(vocabulary.labels())}, got {_value_shown(value)}")
-    return value
-
-
-def _text_or_none(value: object, where: str, optional: bool = False) -> str | None:
-    """``value``, a string (or, when ``optional``, ``None``).
-
-    Raises:
-        _RowFault: another value.
-    """
-    if isinstance(value, str) or (optional and value is None):
-        return value
-    accepted = "a string or None" if optional else "a string"
-    raise _RowFault(where, f"must be {accepted}, got {_value_shown(value)}")
-
-
-def _descriptor(value: object, where: str, op: str) -> Mapping[str, Any]:
-    """One contract descriptor of a capsule row, as :func:`torchlean.backend.report.audit_to_json`
-    writes it, read-only with its keys in that order (see :class:`Checkpoint`).
-
-    Raises:
-        _RowFault: naming the key path, the value and what is accepted.
-    """
-    descriptor = _keyed(value, where, ("claim", "summary", "evidence", "provenance"))
-    claim = _keyed(descriptor["claim"], f"{where}.claim", ("kind", "op", "label"), ("layout", "mode"))
-    _label(claim["kind"], f"{where}.claim.kind", ClaimKind)
-    if claim["op"] != op:  # a capsule's claims are about its op (KernelCapsule refuses another)
-        raise _RowFault(f"{where}.claim.op", f"must be the row's op {op!r}, got {_value_shown(claim['op'])}")
-    _text_or_none(claim["label"], f"{where}.claim.label")
-    for key, vocabulary in (("layout", TensorLayout), ("mode", VJPMode)):
-        if key in claim:
-            _label(claim[key], f"{where}.claim.{key}", vocabulary)
-    _text_or_none(descriptor["summary"], f"{where}.summary")
-    evidence = _keyed(descriptor["evidence"], f"{where}.evidence", ("kind", "name", "label"))
-    _label(evidence["kind"], f"{where}.evidence.kind", EvidenceKind)
-    _text_or_none(evidence["name"], f"{where}.evidence.name", optional=True)
-    _text_or_none(evidence["label"], f"{where}.evidence.label")
-    found = descriptor["provenance"]
-    if not isinstance(found, list | tuple):
-        raise _RowFault(
-            f"{where}.provenance", f"must be a list of symbol references, got {_value_shown(found)}"
-        )
-    references = []
-    for index, item in enumerate(found):
-        at = f"{where}.provenance[{index}]"
-        reference = _keyed(item, at, ("path", "symbol", "build_target"))
-        _text_or_none(reference["path"], f"{at}.path")
-        _text_or_none(reference["symbol"], f"{at}.symbol")
-        _text_or_none(reference["build_target"], f"{at}.build_target", optional=True)
-        references.append(MappingProxyType(reference))
-    return MappingProxyType({
-        "claim": MappingProxyType(claim), "summary": descriptor["summary"],
-        "evidence": MappingProxyType(evidence), "provenance": tuple(references),
-    })
-
-
-def _capsule_row(value: object, device: str, profile: str) -> Mapping[str, Any]:
-    """One row of :attr:`Checkpoint.capsules`, read-only with its keys in their order.
-
-    Raises:
-        _RowFault: naming the key path inside the row, the value and what is accepted.
-    """
-    row = _keyed(value, "", CAPSULE_KEYS)
-    for key, vocabulary in CAPSULE_LABELS.items():
-        _label(row[key], key, vocabulary)
-    if not isinstance(row["capsule"], str) or not row["capsule"]:
-        raise _RowFault(
-            "capsule", f"must be a non-empty string (the capsule's name), got {_value_shown(row['capsule'])}"
-        )
-    if row["device"] != device:
-        raise _RowFault(
-            "device", f"must be profile {profile}'s device {device!r} (a run's capsules run on its profile's "
-            f"device), got {row['device']!r}"
-        )
-    obligations = tuple(ContractObligation.labels())
-    contracts = _keyed(row["contracts"], "contracts", obligations)
-    row["contracts"] = MappingProxyType({
-        obligation: _descriptor(contracts[obligation], f"contracts.{obligation}", row["op"])
-        for obligation in obligations
-    })
-    return MappingProxyType(row)
-
-
-def _capsule_rows(rows: object, profile: str, device: str) -> tuple[Mapping[str, Any], ...]:
-    """``rows`` (a checkpoint's ``capsules``) as a tuple of read-only rows; see :class:`Checkpoint`.
-
-    Raises:
-        CheckpointError: not a non-empty list or tuple; a row :func:`_capsule_row` finds fault
-            with (``capsules[2] trust must be one of checked | trusted-external, got 'x'``); a row
-            of the op and capsule name of an earlier one.
-    """
-    if not isinstance(rows, list | tuple) or not rows:
-        raise CheckpointError(
-            "capsules must be a non-empty list of the run's capsules (report.audit_to_json of each) or None, "
-            f"got {_value_shown(rows)}"
-        )
-    checked = []
-    seen: dict[tuple[str, str], int] = {}
-    for index, row in enumerate(rows):
-        try:
-            checked.append(_capsule_row(row, device, profile))
-        except _RowFault as fault:
-            raise CheckpointError(f"capsules[{index}] {fault}") from None
-        key = (checked[-1]["op"], checked[-1]["capsule"])
-        if key in seen:
-            raise CheckpointError(
-                f"capsules[{index}] repeats capsules[{seen[key]}] (op {key[0]}, capsule "
-                f"{_value_shown(key[1])}): a run lists each capsule it selected once"
-            )
-        seen[key] = index
-    return tuple(checked)
 
 
 def _dropout_field(meta: dict[str, Any]) -> float:

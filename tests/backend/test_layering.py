@@ -13,7 +13,8 @@ The layers, lowest first, as the code has them:
    layer whose cycle (a Tensor's operators call the functional ops; autograd records Tensors) runs
    through imports inside functions;
 5. ``nn``, ``optim``, ``lr_schedules``, ``batches``, ``profiler``;
-6. ``trainer``, ``validation``, ``models``, ``data``; then ``checkpoint``; then ``cli``.
+6. ``trainer``, ``validation``, ``models``, ``data``; then ``checkpoint`` with its ``_checkpoint_*``
+   helpers; then ``cli``.
 
 Oracle: the import statements themselves (``ast``), resolved to the unit they name.
 """
@@ -32,7 +33,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "torchlean"
 RUNTIME = {"tensor", "_tensor_args", "_tensor_data", "_tensor_errors", "_tensor_hints", "_tensor_shapes",
            "_tensor_writes", "autograd", "functional"}
 MODELS = {"nn", "optim", "lr_schedules", "batches", "profiler"}
-APPLICATION = {"trainer", "validation", "models", "data", "checkpoint", "cli", "__main__"}
+CHECKPOINT = {"checkpoint", "_checkpoint_capsules", "_checkpoint_errors", "_checkpoint_model"}
+APPLICATION = {"trainer", "validation", "models", "data", "cli", "__main__"} | CHECKPOINT
 
 LOWER = {"backend", "spec", "ir"} | RUNTIME | MODELS | APPLICATION
 
@@ -51,8 +53,8 @@ FORBIDDEN: dict[frozenset[str], set[str]] = {
     frozenset({"spec", "ir"}): RUNTIME | MODELS | APPLICATION,
     frozenset(RUNTIME): MODELS | APPLICATION,
     frozenset(MODELS): APPLICATION,
-    frozenset({"trainer", "validation", "models", "data"}): {"checkpoint", "cli", "__main__"},
-    frozenset({"checkpoint"}): {"cli", "__main__"},
+    frozenset({"trainer", "validation", "models", "data"}): CHECKPOINT | {"cli", "__main__"},
+    frozenset(CHECKPOINT): {"cli", "__main__"},
 }
 """Units and what none of them may import (a unit: the name under ``torchlean.``)."""
 
