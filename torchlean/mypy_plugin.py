@@ -17,8 +17,11 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   alias of the same module, annotated or not, and ``__init__``, ``__new__`` and ``__replace__``
   through a module-level alias of the attribute (``init = AcceptedKernel.__init__``,
   ``onew = object.__new__``, ``reinit = kernel.__init__``, an alias of such an alias), under the
-  route name of the direct call. A class object may be a union (``object.__new__(cls)`` with
-  ``cls: type[AcceptedKernel] | type[int]``), as a value may. The message names
+  route name of the direct call; ``__new__``, ``__init__`` and ``__replace__`` also called on a
+  receiver typed by a type variable bounded by the class (``cls.__new__(cls)`` with ``cls:
+  type[K]``, ``type(k).__init__(k, ...)``, ``k.__replace__(...)``). A class object may be a
+  union (``object.__new__(cls)`` with ``cls: type[AcceptedKernel] | type[int]``), as a value
+  may. The message names
   the class, the allowed gates and the caller. The "caller" is the enclosing top-level function
   (a method counts under its own ``module.Class.method`` name); nested functions and lambdas
   inside a gate belong to the gate. A class with two stacked ``@sealed`` decorators is an error
@@ -55,7 +58,8 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
 * **Array data beside a Tensor.** numpy's stubs take a ``torchlean.Tensor`` (it has
   ``__array__``) as array data, so ``array + t`` would be typed as numpy's ``ndarray``; at run
   time numpy defers (``Tensor.__array_ufunc__ = None``) and ``Tensor.__radd__`` answers with a
-  Tensor. A numpy ``+``, ``-``, ``*`` or ``/`` (or reflected form) whose operand is a Tensor is
+  Tensor (for a subclass of ``Tensor`` too, whose operand is read as a Tensor's). A numpy
+  ``+``, ``-``, ``*`` or ``/`` (or reflected form) whose operand is a Tensor is
   typed ``Tensor``; a numpy ``@`` with a Tensor operand (``array @ t``, and ``t @ array``, which
   numpy's ``__rmatmul__`` would take) is a ``torchlean-operand`` error, as ``matmul`` takes Tensors
   only (review117 F2), and so is any other numpy operator the run time refuses with a Tensor
@@ -84,12 +88,14 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.errorcodes import TYPE_ARG, ErrorCode
+from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
     AssignmentStmt,
     CallExpr,
     ComparisonExpr,
     Context,
     Expression,
+    FakeInfo,
     FuncBase,
     IndexExpr,
     LambdaExpr,
@@ -361,13 +367,18 @@ def _numpy_operator_hook(method: str) -> Callable[[MethodContext], Type]:
 
 def _tensor_operand(typ: Type) -> tuple[Instance | None, bool]:
     """The ``torchlean.Tensor`` instance type that operand type ``typ`` is or may be (itself, a
-    type variable's bound, or a member of a union, bounds read), and whether it is the only
+    subclass read as ``Tensor``, a type variable's bound, or a member of a union, bounds read),
+    and whether it is the only
     possibility; ``(None, False)`` when no Tensor can be the operand."""
     proper = _bound(typ)
     items: Sequence[Type] = proper.items if isinstance(proper, UnionType) else [proper]
     tensors = [item for item in map(_bound, items)
-               if isinstance(item, Instance) and item.type.fullname == TENSOR]
-    return (tensors[0], len(tensors) == len(items)) if tensors else (None, False)
+               if isinstance(item, Instance) and item.type.has_base(TENSOR)]  # subclasses too (review189 F4)
+    if not tensors:
+        return None, False
+    # a subclass's operand still gets Tensor's reflected operator, which returns a Tensor
+    tensor = next(base for base in tensors[0].type.mro if base.fullname == TENSOR)
+    return map_instance_to_supertype(tensors[0], tensor), len(tensors) == len(items)
 
 
 def _construction_hook(ctx: FunctionContext | MethodContext) -> Type:
@@ -858,6 +869,13 @@ def _is_no_shape(arg: Type) -> bool:
     return isinstance(proper, LiteralType | TupleType | NoneType | TypeType)
 
 
+TYPEVAR_ROUTES: Final[dict[str, Callable[[MethodContext], Type] | None]] = {
+    "__init__": _reinit_hook, "__replace__": _replace_method_hook, "__new__": None,  # None: _new_hook
+}
+"""The hooks of the methods that produce or rewrite a sealed value when mypy names the callee
+``"<method> of <Class>"`` (a receiver typed by a type variable)."""
+
+
 class TorchLeanPlugin(Plugin):
     """Sealed-type and ``Shape[N]`` checks (see the module docstring)."""
 
@@ -910,6 +928,12 @@ class TorchLeanPlugin(Plugin):
         unbound = UNBOUND_METHOD.fullmatch(fullname)
         if unbound is not None and unbound["owner"] in self._private_object_bases():
             return _unbound_method_hook
+        if unbound is not None and unbound["method"] in TYPEVAR_ROUTES:
+            # a receiver typed by a type variable (``cls.__new__(cls)``, ``k.__replace__()``): mypy
+            # names the callee by the class defining the method; the hook reads the variable's
+            # bound and reports only a sealed one (review189 F2)
+            route = TYPEVAR_ROUTES[unbound["method"]]
+            return route if route is not None else _new_hook(unbound["owner"])
         owner, _, method = fullname.rpartition(".")
         numpy_operator = method in NUMPY_ARITHMETIC or method in NUMPY_MATMUL or method in NUMPY_REFUSED
         if owner.startswith("numpy.") and numpy_operator:
@@ -1125,7 +1149,11 @@ def _defining_class(alias: Var) -> TypeInfo | None:
     proper = get_proper_type(alias.type) if alias.type is not None else None
     definition = proper.definition if isinstance(proper, CallableType) else None
     owner = definition.info if isinstance(definition, FuncBase) else None
-    return owner if isinstance(owner, TypeInfo) and owner.fullname else None
+    # a function defined outside a class (``__new__ = make`` in a class body) has mypy's FakeInfo,
+    # an instance of TypeInfo whose attributes raise when read (review189 F1)
+    if not isinstance(owner, TypeInfo) or isinstance(owner, FakeInfo):
+        return None
+    return owner if owner.fullname else None
 
 
 def _takes_self(alias: Var) -> bool:

@@ -70,6 +70,18 @@ x > np.ones(4)  # E: < of array data and a torchlean Tensor is refused at run ti
 np.ones(4) <= x  # E: <= of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand]
 np.ones(4) ** x  # E: ** of array data and a torchlean Tensor is refused at run time (it is no op of the backend catalog): compute on t.numpy() for values  [torchlean-operand]
 array = np.ones(4)
+
+
+class Labelled(Tensor):
+    """A Tensor subclass of one's own: numpy's operators with it are read as with a Tensor
+    (review189 F4), the result a Tensor, as Tensor's reflected operator returns at run time."""
+
+
+def with_subclass(y: Labelled) -> None:
+    assert_type(array + y, Tensor)
+    array @ y  # E: matmul takes Tensors only, not array data beside a Tensor (it is refused at run time); make the array a Tensor first: tl.tensor(array, dtype=t.dtype)  [torchlean-operand]
+
+
 array += x  # E: += of a torchlean Tensor into array data is refused at run time (numpy cannot write a Tensor in place): make the array a Tensor first, or write t.numpy() for values  [torchlean-operand]
 
 

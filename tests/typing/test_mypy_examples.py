@@ -83,7 +83,8 @@ def run_mypy(
     cache: str | None = None,
     follow_torch: bool = False,
 ) -> tuple[set[Report], list[str]]:
-    """Run mypy once over ``files``; return the parsed reports and any unparsable output lines.
+    """Run mypy once over ``files``; return the parsed reports and any unparsable output lines
+    (and a line for an exit status that is neither 0 nor 1: a crash).
 
     ``plugins`` replaces the plugin list (comma-separated), ``extra`` adds lines to the
     ``[mypy]`` section of the configuration and ``cache`` replaces the cache directory;
@@ -93,7 +94,7 @@ def run_mypy(
     if follow_torch:
         text = text.replace("torch.*,", "", 1)
     config.write_text(text.replace("[mypy]\n", f"[mypy]\n{extra}", 1))
-    stdout, stderr, _status = api.run(
+    stdout, stderr, status = api.run(
         [
             "--config-file",
             str(config),
@@ -108,6 +109,8 @@ def run_mypy(
     )
     reports: set[Report] = set()
     stray = [line for line in stderr.splitlines() if line.strip()]
+    if status not in (0, 1):  # 2: mypy crashed (an INTERNAL ERROR goes to the real stderr, not here)
+        stray.append(f"mypy exited with status {status} (a crash: INTERNAL ERROR)")
     for line in stdout.splitlines():
         match = REPORT.match(line)
         if match is None:
@@ -624,6 +627,13 @@ CHAINED_SOURCES = {
         "class_replace = AcceptedKernel.__replace__\n"
         "class_replace(kernel)\n"
     ),
+    "replace313_typevar.py": (
+        "from typing import TypeVar\n"
+        "from torchlean.backend.acceptance import AcceptedKernel\n"
+        "K = TypeVar('K', bound=AcceptedKernel)\n"
+        "def changed(value: K) -> AcceptedKernel:\n"
+        "    return value.__replace__(policy=value.policy)\n"
+    ),
 }
 
 
@@ -691,6 +701,48 @@ def test_dunder_replace_through_a_module_level_alias_is_reported(chained_run: di
     )
     sealed = [line for line in chained_run["replace313_alias.py"] if line.endswith("[torchlean-sealed]")]
     assert sealed == [route.format(line=7), route.format(line=9)]
+
+
+def test_dunder_replace_through_a_bounded_type_variable_is_reported(
+    chained_run: dict[str, list[str]],
+) -> None:
+    """review189 F2: a receiver typed by a TypeVar bounded by a sealed class has no method full name
+    (mypy names the callee ``__replace__ of AcceptedKernel``); it was not reported."""
+    assert chained_run["replace313_typevar.py"] == [
+        '5: error: AcceptedKernel.__replace__() of sealed type "AcceptedKernel" outside its gate (allowed '
+        "only in: torchlean.backend.acceptance.accept; caller: replace313_typevar.changed)  "
+        "[torchlean-sealed]",
+        '5: error: Missing named argument "_gate" for "__replace__" of "AcceptedKernel"  [call-arg]',
+    ]
+
+
+FREE_NEW = """\
+from typing import Any
+
+
+def shared_new(*args: Any) -> Any:
+    return object.__new__(args[0])
+
+
+class Registry:
+    __new__ = shared_new  # type: ignore[assignment]
+
+
+class Plugins:
+    registry: Registry
+
+
+plugins = Plugins()
+new = plugins.registry.__new__
+new()
+"""
+
+
+def test_an_alias_of_a_new_defined_outside_a_class_is_checked_without_a_crash(workdir: Path) -> None:
+    """review189 F1: the alias's ``__new__`` is a function defined outside a class, whose owner mypy
+    records as a placeholder class that raises when read: mypy stopped with an INTERNAL ERROR, in
+    any module (torchlean not imported)."""
+    assert _strict_mypy_errors(workdir, "free_new", FREE_NEW) == []
 
 
 README = REPO / "README.md"
