@@ -305,3 +305,21 @@ def test_an_inherited_no_header_refusal_says_how_to_read_a_header(
     )
     code, out, err = cli(capsys, "predict", str(save), "--dataset", str(headed), "--header")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_a_column_named_as_the_label_column_is_the_label_in_a_file_a_feature_short(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, ignore: bool
+) -> None:
+    """review188 F1: a file of other features whose columns number the model's features, the last
+    named as the checkpoint's label column, read that column as a feature ("not a number: 'cat' ...
+    pass --label-column y"), with --ignore-labels too; it is the label column, and the file a
+    feature short."""
+    _train(capsys, _clean(tmp_path), tmp_path / "c.npz")
+    other = _write(tmp_path, "other.csv", "q,y\n" + "".join(f"{a},{y}\n" for a, _, y in _rows()))
+    _refused(
+        capsys,
+        f"{other} has 1 feature column (q; label column y), but checkpoint {tmp_path / 'c.npz'} expects 2 "
+        "features (a, b)",
+        "predict", str(tmp_path / "c.npz"), "--dataset", str(other), *(["--ignore-labels"] if ignore else []),
+    )
