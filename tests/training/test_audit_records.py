@@ -186,11 +186,21 @@ def test_torch_threads_in_header_checkpoint_and_the_resume_note(capsys: pytest.C
                        str(tmp_path / "c.npz"))
     assert code == 0 and err.splitlines() == [note]
     monkeypatch.delenv("OMP_NUM_THREADS")
-    # checked_cpu (reference capsules only) prints no count and notes nothing
+    # checked_cpu (reference capsules only) prints no count, and notes only that the option does
+    # nothing there (review188 F6), not a change of count on resume
     plain = tmp_path / "plain.npz"
-    lines = ok(capsys, *SMALL, "--torch-threads", "1", "--save", str(plain))
-    assert "torch_threads" not in lines[1]
-    ok(capsys, "--resume", str(plain), "--epochs", "3", "--torch-threads", "2", "--save", str(plain))
+    code, out, err = cli(capsys, "train", *SMALL, "--torch-threads", "1", "--save", str(plain))
+    assert code == 0 and err.splitlines() == [_unused_threads(1)], err
+    assert "torch_threads" not in out.splitlines()[1]
+    code, _, err = cli(capsys, "train", "--resume", str(plain), "--epochs", "3", "--torch-threads", "2",
+                       "--save", str(plain))
+    assert code == 0 and err.splitlines() == [_unused_threads(2)], err
+
+
+def _unused_threads(count: int) -> str:
+    return (f"note: --torch-threads {count} has no effect: profile checked_cpu runs no torch kernels (the "
+            "option sets torch's thread count, which a profile with aten or libtorch capsules uses, e.g. "
+            "fast_cpu)")
 
 
 # ------------------------------------------------------------------------------- predict (F4)

@@ -240,8 +240,8 @@ def test_a_recorded_relative_path_is_not_read_from_another_directory_in_silence(
     assert _refused(capsys, *resume) == (
         f"the data of the recorded dataset path cls.csv (read in this directory, {here}; its run read it in "
         f"its working directory {run}, where a file of that name is: to resume with it, give --dataset "
-        f"{run / 'cls.csv'}) differ from those the run in {part} trained on (the file or its split changed): "
-        "resume with the data it was trained on"
+        f"{run / 'cls.csv'}) differ from those the run in {part} trained on (feature a's mean is 1.0625, the "
+        "checkpoint's 4.0): resume with the data it was trained on"
     )
     # the advice resumes the run
     (here / "cls.csv").unlink()
@@ -258,5 +258,6 @@ def test_a_recorded_relative_path_is_not_read_from_another_directory_in_silence(
     monkeypatch.chdir(run)
     assert _refused(capsys, "train", "--resume", str(tmp_path / "m.npz"), "--epochs", "2") == (
         f"the data of the recorded dataset path cls.csv differ from those the run in {tmp_path / 'm.npz'} "
-        "trained on (the file or its split changed): resume with the data it was trained on"
+        "trained on (feature a's mean is 1.0625, the checkpoint's 4.0): resume with the data it was trained "
+        "on"
     )

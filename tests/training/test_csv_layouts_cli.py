@@ -323,3 +323,30 @@ def test_a_column_named_as_the_label_column_is_the_label_in_a_file_a_feature_sho
         "features (a, b)",
         "predict", str(tmp_path / "c.npz"), "--dataset", str(other), *(["--ignore-labels"] if ignore else []),
     )
+
+
+def test_resume_and_inspect_say_how_other_data_differ(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review188 F2: data whose digest is not the run's were "other data" and no more ("the file or
+    its split changed", "their digest differs"): the first difference the checkpoint can tell is
+    named, the feature names before the statistics."""
+    model = tmp_path / "c.npz"
+    _train(capsys, _clean(tmp_path), model)
+    other = _write(tmp_path, "other.csv", "q,y\n" + "".join(f"{a},{y}\n" for a, _, y in _rows()))
+    _refused(
+        capsys,
+        f"the data of --dataset {other} differ from those the run in {model} trained on (they have 1 feature "
+        "name (q), the checkpoint 2 (a, b)): resume with the data it was trained on",
+        "train", "--resume", str(model), "--epochs", "3", "--dataset", str(other),
+    )
+    code, out, err = cli(capsys, "inspect", str(model), "--dataset", str(other))
+    assert code == 0 and out.endswith("data_matches: no\n"), err
+    assert err == (f"note: the data of {other} are not those checkpoint {model}'s run trained on: their "
+                   "digest differs; they have 1 feature name (q), the checkpoint 2 (a, b)\n")
+    # the same columns, one value changed: the statistic that moved (values exact in binary here)
+    rows = _rows()
+    rows[0] = ("40.5", *rows[0][1:])
+    edited = _write(tmp_path, "edited.csv", "a,b,y\n" + "".join(",".join(row) + "\n" for row in rows))
+    code, _, err = cli(capsys, "train", "--resume", str(model), "--epochs", "3", "--dataset", str(edited))
+    assert code == 2 and "(feature a's mean is " in err and ", the checkpoint's " in err, err

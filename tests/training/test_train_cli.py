@@ -1041,7 +1041,7 @@ def test_torch_threads_is_null_when_torch_never_ran(tmp_path):
     """checked_cpu runs on numpy kernels: a fresh process never imports torch."""
     record, err = _subprocess_train(tmp_path, {}, "--torch-threads", "4")
     assert record["torch_threads"] is None
-    assert err == ""
+    assert err == UNUSED_THREADS.replace("--torch-threads 3", "--torch-threads 4") + "\n"  # review188 F6
 
 
 def test_torch_threads_are_obeyed_beyond_the_cpu_count(tmp_path):
@@ -1130,3 +1130,29 @@ def test_a_missing_training_file_is_not_called_an_input_that_would_be_destroyed(
     assert main(["train", "--dataset", str(missing), "--save", str(missing)]) == 2
     err = capsys.readouterr().err
     assert "would destroy" not in err and "nope.csv" in err
+
+
+UNUSED_THREADS = (
+    "note: --torch-threads 3 has no effect: profile checked_cpu runs no torch kernels (the option sets "
+    "torch's thread count, which a profile with aten or libtorch capsules uses, e.g. fast_cpu)"
+)
+
+
+def test_torch_threads_under_a_profile_without_torch_kernels_is_noted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review188 F6: ``--torch-threads`` under checked_cpu changed nothing, without a word (the
+    header leaves out ``torch_threads=`` there); under fast_cpu it is used, and no note is given."""
+    saved = tmp_path / "m.npz"
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--torch-threads", "3",
+                       "--save", str(saved))
+    assert code == 0 and UNUSED_THREADS in err.splitlines(), err
+    code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--torch-threads", "3",
+                         "--profile", "fast_cpu")
+    assert code == 0 and "--torch-threads" not in err and " torch_threads=3" in out, err
+    code, _, err = cli(capsys, "predict", str(saved), "--dataset", "iris", "--torch-threads", "3",
+                       "--output", str(tmp_path / "p.csv"))
+    assert code == 0 and UNUSED_THREADS in err.splitlines(), err
+    code, _, err = cli(capsys, "predict", str(saved), "--dataset", "iris", "--torch-threads", "3",
+                       "--profile", "fast_cpu", "--output", str(tmp_path / "p.csv"))
+    assert code == 0 and "--torch-threads" not in err, err

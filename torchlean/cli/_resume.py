@@ -69,6 +69,7 @@ import numpy as np
 from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
+from torchlean._cells import names_listed
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_NEITHER, FLOAT64_PARTLY
 from torchlean.backend import profiles
@@ -959,8 +960,10 @@ def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str])
     or the checkpoint: review88 F2); None when they are the same, in order."""
     if tuple(ours) == tuple(theirs):
         return None
-    if len(ours) != len(theirs):
-        return f"they have {len(ours)} {what} names, the checkpoint {len(theirs)}"
+    if len(ours) != len(theirs):  # the names too (review188 F2)
+        plural = "name" if len(ours) == 1 else "names"
+        return (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False)}), the "
+                f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
     i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
     mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
     return f"they name {what} {i} {mine}, where the checkpoint names it {recorded}"
@@ -1004,6 +1007,16 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
         if not abs(target[k] - recorded_target[k]) <= eps * recorded_target[1]:
             return f"the target's {statistic} is {target[k]!r}, the checkpoint's {recorded_target[k]!r}"
     return None
+
+
+def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str:
+    """Why ``dataset``, whose digest is not checkpoint ``saved``'s run's, are other data, as far as
+    the checkpoint's fields tell: the first difference of their class or feature names
+    (:func:`names_difference`), else of their statistics (:func:`statistics_difference`: other rows
+    or values), else ``the file or its split changed`` (the same names and statistics: a changed
+    row that moved neither, or another split; review188 F2: only that was said)."""
+    found = names_difference(dataset, saved) or statistics_difference(dataset, saved)
+    return found or "the file or its split changed"
 
 
 def data_digest(dataset: data.Dataset) -> str:
@@ -1144,7 +1157,7 @@ def check_data(resumed: Resumed | None, dataset: data.Dataset, source: str) -> N
     match = run_match(dataset, resumed.saved, resumed.digest)
     if match is None:
         moved = moved_label(dataset, resumed.saved)
-        why = "the file or its split changed" if moved is None else (
+        why = digest_difference(dataset, resumed.saved) if moved is None else (
             f"{moved}: if the columns were moved, pass {label_option(resumed.saved.label_column)}"
             f"{_reordered_once_moved(dataset, resumed)}")
         raise TorchLeanError(

@@ -19,6 +19,7 @@ __all__ = [
     "set_torch_threads",
     "torch_threads",
     "torch_threads_in_use",
+    "unused_threads_note",
 ]
 
 MAX_TORCH_THREADS = 1024
@@ -112,3 +113,14 @@ def torch_threads_in_use() -> int | None:
     ``checked_cpu`` run does not import it)."""
     torch = _imported_torch()
     return None if torch is None else int(torch.get_num_threads())
+
+
+def unused_threads_note(given: int | None, profile_name: str, runs_torch: bool) -> str:
+    """A ``note:`` line (else "") for a ``--torch-threads`` ``given`` to a command whose profile
+    ``profile_name`` runs no torch kernels (``runs_torch`` false), so that the option changes
+    nothing there (review188 F6: it was ignored without a word, as ``--lr 0`` is not)."""
+    if given is None or runs_torch:
+        return ""
+    return (f"note: --torch-threads {given} has no effect: profile {profile_name} runs no torch kernels "
+            "(the option sets torch's thread count, which a profile with aten or libtorch capsules uses, "
+            "e.g. fast_cpu)\n")

@@ -176,6 +176,7 @@ from torchlean.cli._threads import (
     set_torch_threads,
     torch_threads,
     torch_threads_in_use,
+    unused_threads_note,
 )
 from torchlean.cli._validation import no_prediction_warning, target_mse
 from torchlean.tensor import Tensor
@@ -786,9 +787,9 @@ def compare_data(
     match = _resume.run_match(loaded, saved, recorded)
     if match is None:
         moved = _resume.moved_label(loaded, saved)  # review92 F9
+        why = _resume.digest_difference(loaded, saved) if moved is None else moved  # review188 F2
         return label_moved(_resume.data_digest(loaded)) or DataComparison(
-            _resume.data_digest(loaded), False,
-            difference=_DIGEST_DIFFERS if moved is None else f"{_DIGEST_DIFFERS}; {moved}")
+            _resume.data_digest(loaded), False, difference=f"{_DIGEST_DIFFERS}; {why}")
     digest = _resume.data_digest(loaded) if match.reordered else recorded
     if match.statistics is not None:  # review65 F1: x10 or +100 standardises alike
         return DataComparison(digest, False, difference=_STATISTICS_DIFFER if not match.reordered else (
@@ -1279,6 +1280,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     print(f"dataset={header_value(dataset_name(args.dataset))} rows={x.shape[0]}{split} "
           f"profile={trainer.profile.name} execution={trainer.config.execution.label}", file=out)
     print(banner.getvalue(), end="", file=out, flush=True)
+    runs_torch = provenance.runs_torch(trainer.profile)
+    print(unused_threads_note(args.torch_threads, trainer.profile.name, runs_torch), end="", file=sys.stderr,
+          flush=True)
     with contextlib.redirect_stdout(out):
         logits = trainer.predict(x if ranked is None else x[ranked])
     if ranked is not None:

@@ -156,6 +156,7 @@ from torchlean.cli._threads import (
     set_torch_threads,
     torch_threads,
     torch_threads_in_use,
+    unused_threads_note,
 )
 from torchlean.cli._validation import (
     Validation,
@@ -1132,6 +1133,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     print(_resume.header(resumed, trainer) + banner.getvalue(), end="", flush=True)
     print(_resume.unsaved_note(resumed, args.save), end="", file=sys.stderr, flush=True)
     print(_threads_note(resumed, profile, threads), end="", file=sys.stderr, flush=True)
+    print(unused_threads_note(args.torch_threads, profile.name, torch_runs), end="", file=sys.stderr,
+          flush=True)
     print(_no_update_note(args), end="", file=sys.stderr, flush=True)
     print(_decay_note(args, optimizer, resumed), end="", file=sys.stderr, flush=True)
     if args.label_smoothing == 1.0:  # review184 F5: torch accepts it too

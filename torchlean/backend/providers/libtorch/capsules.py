@@ -57,10 +57,12 @@ def _sdpa_forward(
         ),
         value_contract=trusted(
             ContractClaim.value_refinement(_OP),
-            "LibTorch scaled_dot_product_attention forward, with TorchLean's mask semantics applied around "
-            "it by torch ops of the bridge (tested in tests/runtime/test_libtorch_sdpa.py): fully blocked "
-            "rows are zero, and rows attending a non-finite key or value row, or whose scores may "
-            "overflow, are recomputed with the reference's semantics (masked or not).",
+            "LibTorch scaled_dot_product_attention forward (the external symbol trusted: "
+            "torch.nn.functional.scaled_dot_product_attention, ATen's at::scaled_dot_product_attention, "
+            "called by the bridge named in the layout provenance), with TorchLean's mask semantics "
+            "applied around it by torch ops of the bridge (tested in tests/runtime/test_libtorch_sdpa.py): "
+            "fully blocked rows are zero, and rows attending a non-finite key or value row, or whose scores "
+            "may overflow, are recomputed with the reference's semantics (masked or not).",
             boundary,
         ),
         vjp_contract=guarded(
