@@ -72,6 +72,8 @@ from torchlean.backend.errors import UnknownLabelError
 __all__ = ["Task", "class_ids", "targets"]
 
 Task: TypeAlias = Literal["classification", "regression"]
+"""A dataset's task: class labels (cross-entropy on logits) or a real target (MSE on a standardised
+target)."""
 Array: TypeAlias = npt.NDArray[Any]
 
 

@@ -745,10 +745,11 @@ class Tensor:
         return Tensor._make(moved, self._requires_grad and self._node is None)._keep_producer(self)
 
     def item(self) -> float | int | bool:
-        """The single element as a Python scalar.
+        """The single element as a Python scalar (``bool``, ``int`` or ``float`` by the dtype), as
+        ``torch.Tensor.item``.
 
         Raises:
-            TensorError: when the tensor has more than one element.
+            TensorError: when the tensor has no elements or more than one.
         """
         if self.numel() != 1:
             raise TensorError(f"item() needs a tensor with one element (got shape {self.shape})")

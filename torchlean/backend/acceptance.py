@@ -104,6 +104,7 @@ class OperationMismatch(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``planned operation relu does not match capsule operation exp``."""
         return f"planned operation {self.planned.label} does not match capsule operation {self.capsule.label}"
 
 
@@ -117,6 +118,7 @@ class ForwardUnsupported(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> has no forward implementation for <op>``."""
         return f"{self.capsule_name} has no forward implementation for {self.op.label}"
 
 
@@ -131,6 +133,7 @@ class ContractsMisaligned(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> has misaligned contract claims for <op>``."""
         return f"{self.capsule_name} has misaligned contract claims for {self.op.label}"
 
 
@@ -145,6 +148,7 @@ class TrustRejected(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> uses rejected trust level trusted-external for <op>``."""
         return f"{self.capsule_name} uses rejected trust level {self.trust.label} for {self.op.label}"
 
 
@@ -159,6 +163,7 @@ class ProviderRejected(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> uses rejected provider aten for <op>``."""
         return f"{self.capsule_name} uses rejected provider {self.provider.label} for {self.op.label}"
 
 
@@ -174,6 +179,7 @@ class DeviceMismatch(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> targets cuda, not requested cpu, for <op>``."""
         return (
             f"{self.capsule_name} targets {self.actual.label}, not requested {self.requested.label}, "
             f"for {self.op.label}"
@@ -192,6 +198,7 @@ class VJPMismatch(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> offers backend-vjp, not requested torchlean-tape, for <op>``."""
         return (
             f"{self.capsule_name} offers {self.actual.label}, not requested {self.requested.label}, "
             f"for {self.op.label}"
@@ -207,6 +214,7 @@ class EvidenceRejected(AcceptanceFailure):
 
     @property
     def message(self) -> str:
+        """``<capsule> has rejected <obligation> evidence for <op>: <evidence>``."""
         report = self.report
         return (
             f"{report.capsule_name} has rejected {report.obligation.label} evidence for {report.op.label}: "

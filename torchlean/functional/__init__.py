@@ -85,15 +85,18 @@ does not fit, a 1-D empty tensor in ``concat``, a ``batch_norm`` weight of the w
 Lowerings that record more than one op (the catalog has no division, negation, select or
 cross-entropy op):
 
-* ``div(a, b)`` → ``inv`` then ``mul`` (by a number that is finite and nonzero with a finite
-  reciprocal in the tensor's dtype: ``scale`` by its reciprocal; by zero, ``±inf`` or ``nan``,
-  ``inv`` of the constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch; by
-  divisors whose reciprocal overflows, ``mul`` by exact powers of two around them first);
+* ``div(a, b)`` → ``inv`` then ``mul`` (by a finite number whose reciprocal is normal in the
+  tensor's dtype: ``scale`` by its reciprocal; by zero, ``±inf`` or ``nan``, ``inv`` of the
+  constant then ``mul``, so ``x / 0`` is ``±inf``/``nan`` as in torch; by divisors whose
+  reciprocal overflows or is subnormal, ``mul`` by exact powers of two around them first:
+  :func:`div`);
 * ``neg(x)`` → ``scale`` by -1; ``mul`` by a finite number → ``scale``, by ``±inf`` or ``nan``
   (which ``scale`` refuses) → ``mul`` with a constant tensor, so the values are torch's;
-* ``x[i]`` (an integer index) → ``slice`` then ``reshape``; ``None`` in an index → ``reshape``;
-* ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``scale``;
-  with class probabilities → ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``scale``;
+* ``x[i]`` (an integer index) and ``x[None]`` of a tensor of rank 1 or more → ``slice`` then
+  ``reshape`` (``reshape`` alone for ``None`` on a 0-d tensor);
+* ``cross_entropy`` with class indices → ``log_softmax``, ``gather``, ``reduce_mean``, ``sub``
+  (``0 - mean``: +0.0 for a zero loss, as torch); with class probabilities → ``log_softmax``,
+  ``mul``, ``reduce_sum``, ``reduce_mean``, ``sub`` (review191 F1);
 * ``dropout`` → ``bernoulli_mask``, ``mul``, ``scale``.
 
 The ops live in private submodules, one job each (this package re-exports them; import them from

@@ -266,7 +266,8 @@ def cross_entropy(
         TensorError: 0-d logits; a target whose shape or dtype fits neither form, or ragged
             nested lists; a ``reduction`` other than ``"mean"``; ``label_smoothing`` outside
             ``[0, 1]`` (torch's documented range; torch 2.13 itself takes a negative or NaN value
-            silently as no smoothing), or beyond the float range.
+            silently as no smoothing), or beyond the float range; an ``ignore_index`` of at least 0
+            with probability targets (torch refuses it too; review191 F4).
         TensorTypeError: ``logits`` is not a Tensor; ``label_smoothing`` not a real number;
             ``ignore_index`` not an integer (a 0-d integer array or tensor, or a one-element
             integer tensor, which torch takes, is told to pass ``int(ignore_index)``) or beyond

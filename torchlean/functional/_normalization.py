@@ -136,6 +136,7 @@ def batch_norm(
         TensorTypeError: more than one positional argument (torch's order, above); ``training``
             not a bool, or ``eps`` not a real number. An unknown keyword (torch's ``momentum``)
             is Python's ``TypeError``.
+        TensorError: an ``eps`` beyond the float64 range (``10**400``: review191 F3).
         AutogradError: ``running_mean`` or ``running_var`` requires grad while gradients are
             recorded (pass ``.detach()``, or compute a learnable shift with ordinary ops).
     """
