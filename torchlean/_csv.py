@@ -224,6 +224,27 @@ class Table:
             "numbers can give the label away)"
         )
 
+    def repeated_features_note(self, label: int | None) -> str:
+        """The note naming the first two feature columns (:meth:`feature_indices`) the header names
+        alike (blank names aside, which :meth:`unnamed_features_note` notes): ``torchlean predict``
+        takes a model's features by name only when each is named once, so a checkpoint of them
+        predicts on a file with this header, or none, by position only (review188 F4: train said
+        nothing, predict refused later); ``""`` when there are none or the file has no header."""
+        if not self.has_header:
+            return ""
+        first: dict[str, int] = {}
+        for i in self.feature_indices(label):
+            name = self.names[i]
+            j = first.setdefault(name, i)
+            if j != i and not _unnamed(name):
+                return (
+                    f"{self.shown_file}: feature columns {j} and {i} are both named {quoted(name)}: "
+                    "torchlean predict takes a model's features by name only when each is named once, so it "
+                    "will take them by position, from a file with this header or none; rename one to tell "
+                    "them apart"
+                )
+        return ""
+
     def shown(self, index: int) -> str:
         """Column ``index`` as messages name it: its name when that is non-blank and used once,
         else its index (with the name when there is one: ``2 ('x')``)."""

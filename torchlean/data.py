@@ -131,7 +131,9 @@ class Dataset:
     read as the header (under ``delimiter="whitespace"``), an unnamed empty last column ignored
     (a trailing delimiter), R's row names left out (a header one cell shorter than the rows), a
     ``label_column`` string read as a column name that is also a column index, an unnamed first
-    column of distinct integers (pandas' ``to_csv`` index) left out of the features, two class labels
+    column of distinct integers (pandas' ``to_csv`` index) left out of the features, feature columns
+    without a name of their own (:meth:`Table.unnamed_features_note`) or two named alike
+    (:meth:`Table.repeated_features_note`), two class labels
     made one by the blanks around them (``' x'`` and ``'x'``), the task classification inferred
     from over 10 whole-number labels too few of each to stratify (``task='regression'`` exists),
     the constant columns (:attr:`constant_note`); ``()`` for shipped
@@ -503,7 +505,8 @@ def _load_csv(
     merged = "" if kind == "regression" else blank_spellings_note(table.shown_file, table.shown(label), cells)
     composed = "" if kind == "regression" else nfc_spellings_note(table.shown_file, table.shown(label), cells)
     notes = (*table.notes, table.label_note(label_column), table.index_note(label),
-             table.unnamed_features_note(label), merged, composed, inferred, dataset.constant_note)
+             table.unnamed_features_note(label), table.repeated_features_note(label), merged, composed,
+             inferred, dataset.constant_note)
     return dataclasses.replace(
         dataset, header_note=table.header_note, notes=tuple(note for note in notes if note),
         has_header=table.has_header, delimiter=table.delimiter,

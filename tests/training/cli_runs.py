@@ -56,3 +56,11 @@ def metadata(path: Path) -> dict[str, Any]:
     """A checkpoint file's metadata object."""
     with np.load(path, allow_pickle=False) as archive:
         return dict(json.loads(str(archive["metadata"])))
+
+
+def repeated_names_note(path: object, first: int, second: int, name: str) -> str:
+    """The ``note:`` line (with its newline) of a CSV header naming feature columns ``first`` and
+    ``second`` alike, ``name`` (review188 F4)."""
+    return (f"note: {path}: feature columns {first} and {second} are both named {name!r}: torchlean "
+            "predict takes a model's features by name only when each is named once, so it will take them by "
+            "position, from a file with this header or none; rename one to tell them apart\n")

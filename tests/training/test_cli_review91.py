@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import cli, ok, rewrite_metadata
+from cli_runs import cli, ok, repeated_names_note, rewrite_metadata
 
 from torchlean import data, nn, optim, provenance
 from torchlean.cli._output import loss_text
@@ -314,7 +314,8 @@ def test_predict_refuses_to_take_columns_by_name_for_a_checkpoint_that_repeats_a
     dup, named, part = tmp_path / "dup.csv", tmp_path / "abc.csv", tmp_path / "dup.npz"
     dup.write_text("a,a,c,y\n" + body)
     named.write_text("a,b,c,y\n" + body)
-    ok(capsys, "--dataset", str(dup), "--epochs", "1", "--save", str(part))
+    code, _, err = cli(capsys, "train", "--dataset", str(dup), "--epochs", "1", "--save", str(part))
+    assert code == 0 and err == repeated_names_note(dup, 0, 1, "a"), err  # review188 F4: said at train time
     out_csv = str(tmp_path / "p")
     code, out, err = cli(capsys, "predict", str(part), "--dataset", str(named), "--output", out_csv)
     assert (code, out) == (2, "")

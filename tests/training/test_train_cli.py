@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cli_runs import cli
+from cli_runs import cli, repeated_names_note
 from reader_gone import run_with_stdout_reader_gone
 
 from torchlean.backend import profiles
@@ -581,7 +581,7 @@ def test_repeated_or_blank_feature_names_train(capsys, tmp_path, first, label):
     path.write_text("\n".join(rows) + "\n")
     code, out, err = train(capsys, "--dataset", str(path), *label, "--epochs", "1", "--hidden", "4")
     # blank names train, with a note that such a column is often an index (review37 F1)
-    note = "" if first == "x,x,x,y" else (
+    note = repeated_names_note(path, 0, 1, "x") if first == "x,x,x,y" else (
         f"note: {path}: columns 0, 1, 2 have no name of its own (blank, or pandas' 'Unnamed: N') and are "
         "used as features: if one is an index an earlier to_csv wrote, remove it (row numbers can give the "
         "label away)\n"
