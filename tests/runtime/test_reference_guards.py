@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+import torchlean as tl
 from torchlean.backend.errors import GuardError, TorchLeanError
 from torchlean.backend.providers.reference import guards
 from torchlean.backend.providers.reference import kernels as K
@@ -524,3 +525,19 @@ def test_linear_names_the_operand_whose_dtype_differs_also_when_only_the_bias_do
         f"linear: {named} has dtype float32 but input x has dtype float64; torchlean kernels do not "
         "promote dtypes, whatever the provider (accepted: operands of one dtype)"
     )
+
+
+@pytest.mark.parametrize(
+    ("k_shape", "v_shape", "which"),
+    [
+        ((2, 5, 4), (2, 5, 6), "q's d = 3 and k's d = 4 differ"),
+        ((2, 5, 3), (2, 4, 6), "k's nK = 5 and v's nK = 4 differ"),
+    ],
+)
+def test_attention_shapes_that_do_not_fit_name_the_axis(
+    k_shape: tuple[int, ...], v_shape: tuple[int, ...], which: str
+) -> None:
+    """review193 F2: the refusal showed the three shapes without saying which axis disagrees."""
+    q = tl.tensor(np.ones((2, 3, 3)))
+    with pytest.raises(GuardError, match=re.escape(f"do not fit: {which} (accepted: q (..., nQ, d)")):
+        tl.scaled_dot_product_attention(q, tl.tensor(np.ones(k_shape)), tl.tensor(np.ones(v_shape)))

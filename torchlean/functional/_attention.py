@@ -166,7 +166,8 @@ def scaled_dot_product_attention(
     ``libtorch.sdpa_forward`` recomputes such rows the reference's way, so its forward agrees
     with its backward and the other providers). A row
     whose allowed scores are all -inf (not a blocked row) is NaN in forward and backward, the
-    softmax of all -inf, in every provider; torch's SDPA with a boolean mask returns zeros there.
+    softmax of all -inf, in every provider; torch's SDPA returns zeros there, with a boolean mask
+    or without one (review193 F1).
     A NaN or inf at a blocked position (in q of a fully blocked row, in a blocked key or value)
     never reaches the output or a gradient, in every provider: blocked entries are selected away,
     never multiplied by 0; torch 2.13's SDPA propagates them (review140 F3).

@@ -234,9 +234,12 @@ def flash_attention_backward(
 
     Returns:
         Gradients with the shapes of ``q``, ``k``, ``v`` (broadcast leading axes summed back),
-        equal to :func:`torchlean.spec.scaled_dot_product_attention_backward` up to rounding.
-        Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside, query tiles inside,
-        ``P`` recomputed from the logsumexp, ``D = rowsum(dO ∘ O)``).
+        equal to :func:`torchlean.spec.scaled_dot_product_attention_backward` up to rounding
+        where the cotangent is finite and its products with ``v`` and ``O`` do not overflow;
+        otherwise both are non-finite there, but may put ``inf`` and NaN in different entries
+        (``D = rowsum(dO ∘ O)`` and the standard ``sum_j P dP`` meet ``0 * inf`` in different
+        places; review193 F3). Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside,
+        query tiles inside, ``P`` recomputed from the logsumexp, ``D = rowsum(dO ∘ O)``).
 
     Raises:
         SpecTypeError, SpecValueError: as for the forward; SpecValueError also when ``out``,

@@ -340,7 +340,7 @@ def _recompute_tainted(
     or whose scores may overflow) recomputed by torch ops with the reference's semantics: scores
     ``(q k^T) * scale``, the blocked ones *selected away* (never added to), softmax over the
     allowed ones (NaN when they are all -inf, as ``torch.softmax`` and ``reference.attention``
-    give; torch SDPA would give 0), weights times the allowed value rows. So a non-finite or
+    give; torch SDPA would give 0, masked or not), weights times the allowed value rows. So a non-finite or
     overflowing *blocked* score cannot turn the row into ``inf + (-inf) = NaN``. Rows go in
     chunks of at most :data:`_REPAIR_CHUNK` key (or value) elements.
 

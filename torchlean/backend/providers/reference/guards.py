@@ -873,10 +873,13 @@ def check_scaled_dot_product_attention(
             "v (..., nK, dv))",
         )
     if qs.shape[-1] != ks.shape[-1] or ks.shape[-2] != vs.shape[-2]:
+        which = (f"q's d = {qs.shape[-1]} and k's d = {ks.shape[-1]} differ"  # review193 F2: which axis
+                 if qs.shape[-1] != ks.shape[-1] else
+                 f"k's nK = {ks.shape[-2]} and v's nK = {vs.shape[-2]} differ")
         raise _fail(
             op,
             f"query q {_shape_text(qs.shape)}, key k {_shape_text(ks.shape)}, value v "
-            f"{_shape_text(vs.shape)} do not fit (accepted: q (..., nQ, d), k (..., nK, d), "
+            f"{_shape_text(vs.shape)} do not fit: {which} (accepted: q (..., nQ, d), k (..., nK, d), "
             "v (..., nK, dv))",
         )
     batch = _broadcast(
