@@ -465,8 +465,12 @@ def test_each_setting_is_checked(capsys, saved, argv, shown):
 
 
 def test_the_free_options_and_defaults_spelt_out_are_taken(capsys, saved, tmp_path):
-    lines = ok(capsys, "--resume", str(saved), "--epochs", "4", "--weight-decay", "0", "--torch-threads", "1",
-               "--report-json", str(tmp_path / "r.json"), "--kernel-times")
+    code, out, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "4", "--weight-decay", "0",
+                         "--torch-threads", "1", "--report-json", str(tmp_path / "r.json"), "--kernel-times")
+    lines = out.splitlines()
+    saves_nothing, threads = err.splitlines()  # taken, with the notes that apply (review188 F6)
+    assert code == 0 and saves_nothing.startswith("note: this run saves nothing (no --save): "), err
+    assert threads.startswith("note: --torch-threads 1 has no effect: profile checked_cpu runs no torch"), err
     assert lines[2].startswith(f"resumed_from={saved} epochs_before=3 ")
     assert lines[3].startswith("epoch   4/4 ")
     assert "kernel times of the training epochs (5 capsules, most time first):" in lines
