@@ -350,3 +350,20 @@ def test_resume_and_inspect_say_how_other_data_differ(
     edited = _write(tmp_path, "edited.csv", "a,b,y\n" + "".join(",".join(row) + "\n" for row in rows))
     code, _, err = cli(capsys, "train", "--resume", str(model), "--epochs", "3", "--dataset", str(edited))
     assert code == 2 and "(feature a's mean is " in err and ", the checkpoint's " in err, err
+
+
+def test_a_headerless_features_only_file_has_no_label_for_a_run_whose_label_was_column_0(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review192 F1: the rule above took a headerless run's label ``column_0`` from a headerless
+    file of the features only, whose ``column_0`` is its first feature, and refused the file."""
+    rows = _rows()
+    train = _write(tmp_path, "train.csv", "".join(f"{int(y == 'cat')},{a},{b}\n" for a, b, y in rows))
+    features = _write(tmp_path, "features.csv", "".join(f"{a},{b}\n" for a, b, _ in rows))
+    model = tmp_path / "m.npz"
+    _train(capsys, train, model, "--no-header", "--label-column", "0")
+    out, err = _predict(capsys, model, features)
+    assert len(out.splitlines()) == N + 1 and "accuracy=" not in err, err
+    out_labels, err_labels = _predict(capsys, model, train)  # the file it trained on: labels read
+    assert "accuracy=" in err_labels
+    assert out_labels == out  # the same rows, the same predictions

@@ -26,10 +26,11 @@ columns are matched to the checkpoint's ``feature_names``:
 - refused (naming the missing or repeated features) when the header names only some of them,
   or one of them twice;
 - by position when the header names none of them (a ``note:`` line says so) or the file has no
-  header; the label column is then ``--label-column`` when given, else the column named as the
-  checkpoint's label column (a header name, or ``column_<i>`` without a header when the
-  checkpoint's run read its file without one too) when the file has one, else none when the file
-  has exactly the checkpoint's feature count of columns, else the last column (with a ``note:`` naming
+  header; the label column is then ``--label-column`` when given, else the header's column named
+  as the checkpoint's label column, else none when the file has exactly the checkpoint's feature
+  count of columns, else the column named as the checkpoint's label column (``column_<i>``
+  without a header when the checkpoint's run read its file without one too) when the file has
+  one, else the last column (with a ``note:`` naming
   it when the checkpoint's label column is a header name ``column_<i>`` that a file without a
   header cannot name).
 
@@ -209,8 +210,10 @@ def register(subparsers: Any) -> None:
                         "checkpoint's features once has its features taken by name (other columns ignored) "
                         "and by default the checkpoint's label column when named, else none; one naming only "
                         "some is refused; otherwise columns are matched by position and the default is the "
-                        "checkpoint's label column when the file names it, else none when the file has "
-                        "exactly the model's feature count of columns, else the last column. A header "
+                        "checkpoint's label column when the header names it, else none when the file has "
+                        "exactly the model's feature count of columns, else the checkpoint's label column "
+                        "when the file names it (column_N of a run without a header), else the last "
+                        "column. A header "
                         "name comes first: a number that names a column is that column, with a 'note:' "
                         "on stderr when it is another column's index too (give that index counted from the "
                         "end, -1, or the column's name)")
@@ -301,13 +304,17 @@ def _label_index(
     """
     if text is not None:
         return table.column(text), ""  # a header name, else an index ("0", "-1")
-    named = table.has_header or _trained_without_header(saved)  # column_<i> is index i only then
-    # a column named as the label column is the label, also in a file of the feature count of
-    # columns (q1,q2,label for x1,x2,x3: a feature count mismatch, not "label is no number": review188 F1)
-    if named and table.names.count(saved.label_column) == 1:
+    # a header cell named as the label column is the label, also in a file of the feature count of
+    # columns (q1,q2,label for x1,x2,x3: a feature count mismatch, not "label is no number": review188
+    # F1); a headerless file's column_<i> is a position, so a file of the feature count holds no
+    # label (review192 F1: a run whose label was column_0 took a features-only file's first column)
+    if table.has_header and table.names.count(saved.label_column) == 1:
         return table.names.index(saved.label_column), ""
     if len(table.feature_indices(None)) == saved.features:  # pandas' index column not counted
         return None, ""
+    named = table.has_header or _trained_without_header(saved)  # column_<i> is index i only then
+    if named and table.names.count(saved.label_column) == 1:
+        return table.names.index(saved.label_column), ""
     label = table.column(None)
     if named or saved.label_column not in table.names:  # no column_<i> that reads as an index here
         return label, ""
