@@ -570,17 +570,53 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
     if copy is None or str(file) != STDIN:
         raw = io.BufferedReader(io.FileIO(file, "r"), buffer_size=_SAMPLE)
         try:
-            _refuse_control_start(shown, raw.peek(_SAMPLE)[:_SAMPLE], delimiter)  # one read of a pipe
+            if file.is_file():  # the buffer holds the first _SAMPLE bytes (or the whole file)
+                _refuse_control_start(shown, raw.peek(_SAMPLE)[:_SAMPLE], delimiter)
+                return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+            # a pipe's one read may be a header written before a pause (review192 F2): its first
+            # _SAMPLE bytes (or all, before its end) are read, judged, and read again
+            first = raw.read(_SAMPLE)
+            _refuse_control_start(shown, first, delimiter)
         except BaseException:
             raw.close()
             raise
-        return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        chained = io.BufferedReader(_Prefixed(first, raw), buffer_size=_SAMPLE)
+        return io.TextIOWrapper(chained, encoding="utf-8-sig", newline="")
     if not copy:
         with file.open("rb") as stream:
             first = stream.read(_SAMPLE)
             _refuse_control_start(shown, first, delimiter)
             copy.append(first + stream.read())
     return io.TextIOWrapper(io.BytesIO(copy[0]), encoding="utf-8-sig", newline="")
+
+
+class _Prefixed(io.RawIOBase):
+    """A raw stream of the bytes ``first`` and then of ``rest``'s (a pipe read from, its first
+    bytes already taken: :func:`_open_text`); closing it closes ``rest``."""
+
+    def __init__(self, first: bytes, rest: io.BufferedReader[io.FileIO]) -> None:
+        super().__init__()
+        self._first = memoryview(first)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        target = memoryview(buffer).cast("B")
+        if len(self._first):
+            count = min(len(target), len(self._first))
+            target[:count] = self._first[:count]
+            self._first = self._first[count:]
+            return count
+        data = self._rest.read1(len(target))
+        target[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._rest.close()
+        super().close()
 
 
 _CONTROL_START = 1024

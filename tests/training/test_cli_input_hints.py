@@ -270,11 +270,17 @@ def test_class_names_beside_one_number_written_otherwise_keep_the_class_names_cl
 _ZEROS = "import sys, time\nsys.stdout.buffer.write(bytes(1 << 20))\nsys.stdout.flush()\ntime.sleep(3600)\n"
 """1 MiB of NUL bytes and then a stream that stays open, as ``cat /dev/zero`` does: a reader that
 reads to the end before judging the first line waits until the timeout (without filling the memory)."""
+_HEADER_THEN_ZEROS = (
+    "import sys, time\nsys.stdout.buffer.write(b'a,b,y\\n')\nsys.stdout.flush()\ntime.sleep(2)\n"
+    "sys.stdout.buffer.write(bytes(1 << 20))\nsys.stdout.flush()\ntime.sleep(3600)\n"
+)
+"""A header, a pause, then NUL bytes: the first read of the pipe is the header alone (review192 F2)."""
 
 
-@pytest.mark.parametrize("command", ["train", "predict"])
+@pytest.mark.parametrize(("command", "writer", "line"),
+                         [("train", _ZEROS, 1), ("predict", _ZEROS, 1), ("train", _HEADER_THEN_ZEROS, 2)])
 def test_an_endless_stream_of_nul_bytes_is_refused_from_its_first_bytes(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, writer: str, line: int
 ) -> None:
     """review188 F3: NUL bytes are UTF-8 text, so ``cat /dev/zero | torchlean train --dataset -``
     read its never-ending first line until memory ran out, printing nothing; predict reads standard
@@ -287,7 +293,7 @@ def test_an_endless_stream_of_nul_bytes_is_refused_from_its_first_bytes(
                            "--save", str(model))
         assert code == 0, err
         argv = ["predict", str(model)]
-    with subprocess.Popen([sys.executable, "-c", _ZEROS], stdout=subprocess.PIPE,
+    with subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL) as zeros:
         try:  # the timeout only ends a hang (the old reader's), it measures nothing
             done = subprocess.run([sys.executable, "-m", "torchlean", *argv, "--dataset", "-"],
@@ -296,9 +302,9 @@ def test_an_endless_stream_of_nul_bytes_is_refused_from_its_first_bytes(
             zeros.kill()
     assert done.returncode == 2, done.stderr
     assert done.stderr == (
-        "error: standard input (-): line 1: byte 0x00 (character 1 of the line) is a control character, "
-        "which text does not hold: the file looks like a binary file, not CSV text (accepted: a CSV file of "
-        "UTF-8 text, whose only control characters are tab, line feed and carriage return)\n"
+        f"error: standard input (-): line {line}: byte 0x00 (character 1 of the line) is a control "
+        "character, which text does not hold: the file looks like a binary file, not CSV text (accepted: "
+        "a CSV file of UTF-8 text, whose only control characters are tab, line feed and carriage return)\n"
     )
 
 
