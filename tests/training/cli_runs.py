@@ -4,6 +4,7 @@ train/resume/dropout CLI tests share."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,11 @@ def repeated_names_note(path: object, first: int, second: int, name: str) -> str
     return (f"note: {path}: feature columns {first} and {second} are both named {name!r}: torchlean "
             "predict takes a model's features by name only when each is named once, so it will take them by "
             "position, from a file with this header or none; rename one to tell them apart\n")
+
+
+OTHER_TRAINING_ROWS = (
+    r"the file or its split changed; over the training rows, feature \S+'s mean is \S+, the checkpoint's \S+ "
+    + re.escape("(rows edited, added, removed or reordered, or labels edited, change which rows train)")
+)
+"""How data of other training rows than a checkpoint's run's differ (review188 F2, review192 F3), as
+a regular expression: the values are as this machine's numpy sums them."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import arrays, cli, metadata, ok
+from cli_runs import OTHER_TRAINING_ROWS, arrays, cli, metadata, ok
 from sklearn.model_selection import train_test_split
 
 from torchlean import data
@@ -284,7 +284,7 @@ def test_predict_compares_standard_input_with_the_training_data_as_resume_does(
         assert same or re.fullmatch(  # review188 F2: how they differ (the values as this machine sums)
             re.escape(f"note: the data of standard input (-) differ from those checkpoint {model}'s run "
                       "trained on (their digest differs; ")
-            + r"feature \S+'s mean is \S+, the checkpoint's \S+"
+            + OTHER_TRAINING_ROWS
             + re.escape("): --split test takes the test rows of the split torchlean train would make of them "
                         "now, which may include rows the model trained on"), notes[0]), notes
         resumed = _torchlean("train", "--resume", str(model), "--dataset", "-", "--epochs", "3", stdin=text,

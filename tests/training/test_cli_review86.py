@@ -24,6 +24,12 @@ SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,
 """The review's s.csv: two number features and a text label in the last column."""
 
 
+OTHER_ROWS = (
+    "the file or its split changed; over the training rows, feature a's mean is 1.0625, the checkpoint's 4.0 "
+    "(rows edited, added, removed or reordered, or labels edited, change which rows train)"
+)
+
+
 def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """The one-line error of ``torchlean ARGV``, which must be refused (exit 2, nothing on stdout)."""
     code, out, err = cli(capsys, *argv)
@@ -240,8 +246,8 @@ def test_a_recorded_relative_path_is_not_read_from_another_directory_in_silence(
     assert _refused(capsys, *resume) == (
         f"the data of the recorded dataset path cls.csv (read in this directory, {here}; its run read it in "
         f"its working directory {run}, where a file of that name is: to resume with it, give --dataset "
-        f"{run / 'cls.csv'}) differ from those the run in {part} trained on (feature a's mean is 1.0625, the "
-        "checkpoint's 4.0): resume with the data it was trained on"
+        f"{run / 'cls.csv'}) differ from those the run in {part} trained on ({OTHER_ROWS}): resume with the "
+        "data it was trained on"
     )
     # the advice resumes the run
     (here / "cls.csv").unlink()
@@ -258,6 +264,5 @@ def test_a_recorded_relative_path_is_not_read_from_another_directory_in_silence(
     monkeypatch.chdir(run)
     assert _refused(capsys, "train", "--resume", str(tmp_path / "m.npz"), "--epochs", "2") == (
         f"the data of the recorded dataset path cls.csv differ from those the run in {tmp_path / 'm.npz'} "
-        "trained on (feature a's mean is 1.0625, the checkpoint's 4.0): resume with the data it was trained "
-        "on"
+        f"trained on ({OTHER_ROWS}): resume with the data it was trained on"
     )

@@ -69,7 +69,7 @@ import numpy as np
 from tqdm import tqdm
 
 from torchlean import _delimiter, checkpoint, data, optim, provenance
-from torchlean._cells import names_listed
+from torchlean._cells import LISTED, names_listed
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_NEITHER, FLOAT64_PARTLY
 from torchlean.backend import profiles
@@ -962,8 +962,19 @@ def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str])
         return None
     if len(ours) != len(theirs):  # the names too (review188 F2)
         plural = "name" if len(ours) == 1 else "names"
-        return (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False)}), the "
-                f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
+        found = (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False)}), the "
+                 f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
+        if max(len(ours), len(theirs)) <= LISTED:
+            return found
+        # a list elided in the middle hides where the names part (review192 F4)
+        i = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+                 min(len(ours), len(theirs)))
+        if i >= len(theirs):
+            return (f"{found}; the first that differs: their {what} {i} {data.display_name(ours[i])}, which "
+                    "the checkpoint lacks")
+        theirs_shown = data.display_name(theirs[i])
+        ours_shown = f"where they name {data.display_name(ours[i])}" if i < len(ours) else "which they lack"
+        return f"{found}; the first that differs: the checkpoint's {what} {i} {theirs_shown}, {ours_shown}"
     i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
     mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
     return f"they name {what} {i} {mine}, where the checkpoint names it {recorded}"
@@ -1015,8 +1026,16 @@ def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> st
     (:func:`names_difference`), else of their statistics (:func:`statistics_difference`: other rows
     or values), else ``the file or its split changed`` (the same names and statistics: a changed
     row that moved neither, or another split; review188 F2: only that was said)."""
-    found = names_difference(dataset, saved) or statistics_difference(dataset, saved)
-    return found or "the file or its split changed"
+    names = names_difference(dataset, saved)
+    if names is not None:
+        return names
+    statistics = statistics_difference(dataset, saved)
+    if statistics is None:
+        return "the file or its split changed"
+    # the statistics are the training rows': a reordered file or an edited label moves rows between
+    # the splits and so changes every one of them (review192 F3)
+    return (f"the file or its split changed; over the training rows, {statistics} (rows edited, added, "
+            "removed or reordered, or labels edited, change which rows train)")
 
 
 def data_digest(dataset: data.Dataset) -> str:
