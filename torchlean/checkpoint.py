@@ -1,4 +1,4 @@
-"""Model checkpoints: a trained model with everything needed to predict with it later.
+"""_Model checkpoints: a trained model with everything needed to predict with it later.
 
 A :class:`Checkpoint` holds the model family and sizes (rebuilt by
 :func:`torchlean.models.build_model`), the dtype, the task, the preprocessing of training
@@ -57,20 +57,21 @@ from torchlean import _npz
 from torchlean._atomic import replace_file
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
-from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS, capsule_rows, json_ready, value_shown
+from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS
+from torchlean._checkpoint_capsules import capsule_rows as _capsule_rows
+from torchlean._checkpoint_capsules import json_ready as _json_ready
+from torchlean._checkpoint_capsules import value_shown as _value_shown
 from torchlean._checkpoint_errors import CheckpointError, FeatureValueError
-from torchlean._checkpoint_model import (
-    Model,
-    built_model,
-    check_dtype,
-    check_model_fields,
-    declared,
-    fit_weights,
-    literals,
-    optimizer_fit,
-    optimizer_form,
-    optimizer_values,
-)
+from torchlean._checkpoint_model import Model as _Model
+from torchlean._checkpoint_model import built_model as _built_model
+from torchlean._checkpoint_model import check_dtype as _check_dtype
+from torchlean._checkpoint_model import check_model_fields as _check_model_fields
+from torchlean._checkpoint_model import declared as _declared
+from torchlean._checkpoint_model import fit_weights as _fit_weights
+from torchlean._checkpoint_model import literals as _literals
+from torchlean._checkpoint_model import optimizer_fit as _optimizer_fit
+from torchlean._checkpoint_model import optimizer_form as _optimizer_form
+from torchlean._checkpoint_model import optimizer_values as _optimizer_values
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._csv import refused_character
 from torchlean._memory import usable_memory
@@ -258,10 +259,10 @@ class TrainingState:
                 raise CheckpointError(
                     f"training optimizer entry {display_name(key)} must be a numeric numpy array, got {shown}"
                 )
-        optimizer_form(self.optimizer)  # before any copy: the form bounds what is copied
+        _optimizer_form(self.optimizer)  # before any copy: the form bounds what is copied
         for key, value in self.optimizer.items():
             state[key] = _read_only(value)
-        optimizer_values(state)
+        _optimizer_values(state)
         object.__setattr__(self, "optimizer", MappingProxyType(state))
         if not isinstance(self.settings, Mapping):
             raise CheckpointError(
@@ -472,17 +473,17 @@ class Checkpoint:
             if self.version == 1:
                 raise CheckpointError("a version 1 checkpoint holds no training state (version 2 does)")
         self._coerce()
-        object.__setattr__(self, "dropout", check_model_fields(
+        object.__setattr__(self, "dropout", _check_model_fields(
             self.model, self.hidden, self.features, self.outputs, self.dropout, self.version))
         self._check_test_fraction()
-        check_dtype(self.dtype)
+        _check_dtype(self.dtype)
         self._check_task()
         for name in ("dataset", "label_column", "profile"):
             if not isinstance(getattr(self, name), str):
                 raise CheckpointError(f"{name} must be a string, got {getattr(self, name)!r}")
         if not _strings(self.feature_names) or len(self.feature_names) not in (0, self.features):
             raise CheckpointError(
-                f"feature_names must be () or {self.features} strings, got {literals(self.feature_names)}"
+                f"feature_names must be () or {self.features} strings, got {_literals(self.feature_names)}"
             )
         if self.profile not in profiles.names():
             raise CheckpointError(f"unknown profile {self.profile!r} (known: {' | '.join(profiles.names())})")
@@ -507,7 +508,7 @@ class Checkpoint:
         if self.training is not None:
             if self.training.last_weights is not None:  # checked, kept as given
                 _checked_weights(self.training.last_weights, model, "last_weights entry")
-            optimizer_fit(self.training.optimizer, model)
+            _optimizer_fit(self.training.optimizer, model)
 
     def _check_provenance(self) -> None:
         """Check (and store in their spelling) ``split_seed``, ``torch_threads`` and
@@ -546,19 +547,19 @@ class Checkpoint:
         if self.version == 1 and (rows is not None or order is not None):
             raise CheckpointError(
                 f"a version 1 checkpoint has no capsules or capsules_order (version 2 does), got capsules "
-                f"{'None' if rows is None else 'given'}, capsules_order {value_shown(order)}"
+                f"{'None' if rows is None else 'given'}, capsules_order {_value_shown(order)}"
             )
         words = [RECORD_ORDERS[mode] for mode in ExecutionMode]
         if order is not None and order not in words:
             raise CheckpointError(
                 f"capsules_order must be one of {' | '.join(words)} (the order of the capsules list) or "
-                f"None, got {value_shown(order)}"
+                f"None, got {_value_shown(order)}"
             )
         if (rows is None) != (order is None):
             raise CheckpointError(
                 "capsules and capsules_order must be given together (the run's capsules and their order) "
                 f"or both be None, got capsules {'None' if rows is None else 'given'} and capsules_order "
-                f"{value_shown(order)}"
+                f"{_value_shown(order)}"
             )
         if rows is None:
             return
@@ -569,7 +570,7 @@ class Checkpoint:
                 "one of them was edited): a run's capsules are listed in its execution mode's order"
             )
         device = profiles.get(self.profile).policy.device.label
-        object.__setattr__(self, "capsules", capsule_rows(rows, self.profile, device))
+        object.__setattr__(self, "capsules", _capsule_rows(rows, self.profile, device))
 
     def _check_earlier_capsules(self) -> None:
         """Check (and store read-only) ``earlier_capsules``; see the class docstring."""
@@ -582,13 +583,13 @@ class Checkpoint:
         if not before:
             raise CheckpointError(
                 "earlier_capsules must be None for a run of one segment (torch_threads_segments records "
-                f"none before the last), got {value_shown(earlier)}"
+                f"none before the last), got {_value_shown(earlier)}"
             )
         if not isinstance(earlier, list | tuple) or not earlier:
             raise CheckpointError(
                 f"earlier_capsules must be a non-empty list of mappings with the keys "
                 f"{', '.join(EARLIER_CAPSULE_KEYS)} (the {before} segments before the last) or None, got "
-                f"{value_shown(earlier)}"
+                f"{_value_shown(earlier)}"
             )
         device = profiles.get(self.profile).policy.device.label
         checked = [self._earlier_entry(index, entry, device) for index, entry in enumerate(earlier)]
@@ -612,7 +613,7 @@ class Checkpoint:
             found = sorted(map(str, entry)) if isinstance(entry, Mapping) else None
             raise CheckpointError(
                 f"{where} must be a mapping with exactly the keys {keys}, got "
-                f"{value_shown(entry) if found is None else 'the keys ' + ', '.join(found)}"
+                f"{_value_shown(entry) if found is None else 'the keys ' + ', '.join(found)}"
             )
         count, digest, rows = entry["segments"], entry["capsule_table_sha256"], entry["capsules"]
         if isinstance(count, np.integer):
@@ -620,16 +621,16 @@ class Checkpoint:
         if not is_builtin_int(count) or count < 1:
             raise CheckpointError(
                 f"{where} segments must be an int >= 1 (how many consecutive segments ran with these "
-                f"capsules), got {value_shown(count)}"
+                f"capsules), got {_value_shown(count)}"
             )
         if digest is not None and not is_sha256(digest):
             raise CheckpointError(
                 f"{where} capsule_table_sha256 must be 64 lowercase hex digits (those segments' "
-                f"environment's) or None, got {value_shown(digest)}"
+                f"environment's) or None, got {_value_shown(digest)}"
             )
         if rows is not None:
             try:
-                rows = capsule_rows(rows, self.profile, device)
+                rows = _capsule_rows(rows, self.profile, device)
             except CheckpointError as error:
                 raise CheckpointError(f"{where} {error}") from None
         return MappingProxyType({"segments": count, "capsule_table_sha256": digest, "capsules": rows})
@@ -637,12 +638,12 @@ class Checkpoint:
     def earlier_capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`earlier_capsules` as JSON-ready data (plain dicts and lists, a new copy); ``None``
         when not recorded."""
-        return None if self.earlier_capsules is None else json_ready(self.earlier_capsules)
+        return None if self.earlier_capsules is None else _json_ready(self.earlier_capsules)
 
     def capsules_json(self) -> list[dict[str, Any]] | None:
         """:attr:`capsules` as JSON-ready data, as :func:`torchlean.backend.report.audit_to_json`
         wrote them (plain dicts and lists, a new copy); ``None`` when not recorded."""
-        return None if self.capsules is None else [json_ready(row) for row in self.capsules]
+        return None if self.capsules is None else [_json_ready(row) for row in self.capsules]
 
     def _check_data_digest(self) -> None:
         """Check ``data_sha256``, taking the training settings' when it is ``None``; see the class
@@ -830,7 +831,7 @@ class Checkpoint:
                 or not all(name.strip() for name in self.classes)
             ):  # a blank name would print as predict's empty "no prediction" cell
                 raise CheckpointError(
-                    f"classes must be distinct, non-blank strings, got {literals(self.classes)}"
+                    f"classes must be distinct, non-blank strings, got {_literals(self.classes)}"
                 )
             for index, name in enumerate(self.classes):  # predict writes them raw (review158 F3, F4)
                 refused = refused_character(name)
@@ -843,7 +844,7 @@ class Checkpoint:
             if len(self.classes) < 2 or len(self.classes) != self.outputs:
                 raise CheckpointError(
                     f"a classifier needs one class per output unit ({self.outputs}), at least two; "
-                    f"got classes {literals(self.classes)}"
+                    f"got classes {_literals(self.classes)}"
                 )
             if self.target_mean is not None or self.target_scale is not None:
                 raise CheckpointError("target_mean and target_scale must be None for classification")
@@ -866,9 +867,9 @@ class Checkpoint:
         else:
             raise CheckpointError(f"unknown task {self.task!r} (known: classification | regression)")
 
-    def _model(self) -> Model:
+    def _model(self) -> _Model:
         """The model these fields describe, its parameters listed (fields already checked)."""
-        return built_model(self.model, self.hidden, self.features, self.outputs, self.dropout, self.dtype)
+        return _built_model(self.model, self.hidden, self.features, self.outputs, self.dropout, self.dtype)
 
     def build(
         self, *, profile: str | None = None, execution: str | None = None, show_backend: bool = False
@@ -963,8 +964,8 @@ class Checkpoint:
         return values
 
 
-def _checked_weights(weights: object, model: Model, what: str) -> Mapping[str, Array]:
-    """``weights`` as read-only copies, in ``model``'s parameter order, after :func:`fit_weights`."""
+def _checked_weights(weights: object, model: _Model, what: str) -> Mapping[str, Array]:
+    """``weights`` as read-only copies, in ``model``'s parameter order, after :func:`_fit_weights`."""
     if not isinstance(weights, Mapping):
         raise CheckpointError(f"weights must be a mapping of names to arrays, got {type(weights).__name__}")
     for name, value in weights.items():
@@ -972,7 +973,7 @@ def _checked_weights(weights: object, model: Model, what: str) -> Mapping[str, A
             raise CheckpointError(
                 f"{what} {name} is a {type(value).__name__}, expected a numpy array of {model.dtype}"
             )
-    fit_weights(weights, model, what)
+    _fit_weights(weights, model, what)
     return MappingProxyType({name: _read_only(weights[name]) for name, _ in model.params})
 
 
@@ -1395,10 +1396,10 @@ def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
             memory this process may use (15.6 GiB): ...``.
     """
     memory = usable_memory()
-    declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
-    if memory is not None and declared > memory:
+    _declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
+    if memory is not None and _declared > memory:
         raise CheckpointError(
-            f"its arrays declare {declared} bytes ({declared / 2**30:.1f} GiB), more than the memory "
+            f"its arrays declare {_declared} bytes ({_declared / 2**30:.1f} GiB), more than the memory "
             f"this process may use ({memory / 2**30:.1f} GiB): a checkpoint of that size cannot be "
             "loaded here"
         )
@@ -1466,7 +1467,7 @@ def _metadata(archive: zipfile.ZipFile, entry: _npz.Entry) -> dict[str, Any]:
     unknown = [name for name in meta if name not in known]
     if unknown:  # as an unexpected archive entry: a misspelt hand edit must not pass silently
         shown, count = ", ".join(map(repr, unknown)), ""
-        if len(unknown) > LISTED:  # elided as literals elides (a hostile file may name thousands)
+        if len(unknown) > LISTED:  # elided as _literals elides (a hostile file may name thousands)
             shown = f"{', '.join(map(repr, unknown[:3]))}, ..., {unknown[-1]!r}"
             count = f"{len(unknown)} in all; "
         raise CheckpointError(
@@ -1541,22 +1542,22 @@ def _check_declared(meta: dict[str, Any], entries: Mapping[str, _npz.Entry]) -> 
         statistics = entries["target_statistics"]
         if statistics.dtype != np.float64 or statistics.shape != (2,):
             raise CheckpointError(
-                f"target_statistics must be float64 [mean, scale], got {declared(statistics)}"
+                f"target_statistics must be float64 [mean, scale], got {_declared(statistics)}"
             )
     version = meta["version"]
     fields = [_field(meta, name, kind) for name, kind in (
         ("model", str), ("hidden", int), ("features", int), ("outputs", int), ("dtype", str))]
     model, hidden, features, outputs, dtype = fields
-    dropout = check_model_fields(model, hidden, features, outputs,
+    dropout = _check_model_fields(model, hidden, features, outputs,
                                   0.0 if version == 1 else _dropout_field(meta), version)
-    check_dtype(dtype)
-    described = built_model(model, hidden, features, outputs, dropout, dtype)
+    _check_dtype(dtype)
+    described = _built_model(model, hidden, features, outputs, dropout, dtype)
     for name in ("feature_mean", "feature_scale"):
         if entries[name].dtype != np.float64 or entries[name].shape != (features,):
             raise CheckpointError(
-                f"{name} must be a float64 array of shape [{features}], got {declared(entries[name])}"
+                f"{name} must be a float64 array of shape [{features}], got {_declared(entries[name])}"
             )
-    fit_weights(_prefixed(entries, _WEIGHTS), described, "weight")
+    _fit_weights(_prefixed(entries, _WEIGHTS), described, "weight")
     training = meta.get("training")
     if training is None:
         return
@@ -1568,17 +1569,17 @@ def _check_declared(meta: dict[str, Any], entries: Mapping[str, _npz.Entry]) -> 
                 if math.prod(history.shape) == done:  # small: TrainingState names its values
                     continue
                 raise CheckpointError(
-                    f"training {shown} must be a 1-d float array, got {declared(history)}"
+                    f"training {shown} must be a 1-d float array, got {_declared(history)}"
                 )
             if history.shape[0] != done:
                 raise CheckpointError(
                     f"training {shown} must hold one value per epoch done ({done}), got {history.shape[0]}"
                 )
     if training["last_weights"]:
-        fit_weights(_prefixed(entries, _LAST_WEIGHTS), described, "last_weights entry")
+        _fit_weights(_prefixed(entries, _LAST_WEIGHTS), described, "last_weights entry")
     optimizer = _prefixed(entries, _OPTIMIZER)
-    optimizer_form(optimizer)
-    optimizer_fit(optimizer, described)
+    _optimizer_form(optimizer)
+    _optimizer_fit(optimizer, described)
 
 
 def _prefixed(entries: Mapping[str, _npz.Entry], prefix: str) -> dict[str, _npz.Entry]:
@@ -1691,7 +1692,7 @@ def _check_training_meta(meta: object) -> dict[str, Any]:
     """
     fields = _TRAINING_FIELDS
     if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
-        shown = literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
+        shown = _literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
         raise CheckpointError(
             f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
             f"got {shown}"
