@@ -869,8 +869,24 @@ def _is_no_shape(arg: Type) -> bool:
     return isinstance(proper, LiteralType | TupleType | NoneType | TypeType)
 
 
+def _typevar_new_hook(owner: str) -> Callable[[MethodContext], Type]:
+    """``cls.__new__(...)`` on a receiver typed by a type variable, whose callee mypy names
+    ``"__new__ of <owner>"`` (the class defining ``__new__``, ``object``): reported as the same call
+    on the bound class is (``AcceptedKernel.__new__()``, review192 F6), else as ``__new__`` of
+    ``owner`` given a sealed class (``object.__new__(Sealed)``)."""
+
+    def hook(ctx: MethodContext) -> Type:
+        info = _sealed_class_object(ctx.type)
+        if info is not None:
+            _check_sealed(f"{info.name}.__new__()", info, ctx.api, ctx.context)
+            return ctx.default_return_type
+        return _new_hook(owner)(ctx)
+
+    return hook
+
+
 TYPEVAR_ROUTES: Final[dict[str, Callable[[MethodContext], Type] | None]] = {
-    "__init__": _reinit_hook, "__replace__": _replace_method_hook, "__new__": None,  # None: _new_hook
+    "__init__": _reinit_hook, "__replace__": _replace_method_hook, "__new__": None,  # _typevar_new_hook
 }
 """The hooks of the methods that produce or rewrite a sealed value when mypy names the callee
 ``"<method> of <Class>"`` (a receiver typed by a type variable)."""
@@ -933,7 +949,7 @@ class TorchLeanPlugin(Plugin):
             # names the callee by the class defining the method; the hook reads the variable's
             # bound and reports only a sealed one (review189 F2)
             route = TYPEVAR_ROUTES[unbound["method"]]
-            return route if route is not None else _new_hook(unbound["owner"])
+            return route if route is not None else _typevar_new_hook(unbound["owner"])
         owner, _, method = fullname.rpartition(".")
         numpy_operator = method in NUMPY_ARITHMETIC or method in NUMPY_MATMUL or method in NUMPY_REFUSED
         if owner.startswith("numpy.") and numpy_operator:
