@@ -580,7 +580,8 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
         except BaseException:
             raw.close()
             raise
-        chained = io.BufferedReader(_Prefixed(first, raw), buffer_size=_SAMPLE)
+        # fewer bytes than asked: the stream ended (a terminal's Ctrl-D), and is not read again
+        chained = io.BufferedReader(_Prefixed(first, raw, ended=len(first) < _SAMPLE), buffer_size=_SAMPLE)
         return io.TextIOWrapper(chained, encoding="utf-8-sig", newline="")
     if not copy:
         with file.open("rb") as stream:
@@ -592,12 +593,15 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
 
 class _Prefixed(io.RawIOBase):
     """A raw stream of the bytes ``first`` and then of ``rest``'s (a pipe read from, its first
-    bytes already taken: :func:`_open_text`); closing it closes ``rest``."""
+    bytes already taken: :func:`_open_text`), none of them once ``rest`` ended (``ended``, or a read
+    of nothing): a terminal gives an end (Ctrl-D) once, and a read after it would wait for another
+    (review194 F1); closing it closes ``rest``."""
 
-    def __init__(self, first: bytes, rest: io.BufferedReader[io.FileIO]) -> None:
+    def __init__(self, first: bytes, rest: io.BufferedReader[io.FileIO], *, ended: bool) -> None:
         super().__init__()
         self._first = memoryview(first)
         self._rest = rest
+        self._ended = ended
 
     def readable(self) -> bool:
         return True
@@ -609,8 +613,11 @@ class _Prefixed(io.RawIOBase):
             target[:count] = self._first[:count]
             self._first = self._first[count:]
             return count
+        if self._ended:
+            return 0
         data = self._rest.read1(len(target))
         target[: len(data)] = data
+        self._ended = not data
         return len(data)
 
     def close(self) -> None:

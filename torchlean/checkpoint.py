@@ -1,4 +1,4 @@
-"""_Model checkpoints: a trained model with everything needed to predict with it later.
+"""Model checkpoints: a trained model with everything needed to predict with it later.
 
 A :class:`Checkpoint` holds the model family and sizes (rebuilt by
 :func:`torchlean.models.build_model`), the dtype, the task, the preprocessing of training
@@ -1396,10 +1396,10 @@ def _check_fits_in_memory(entries: Mapping[str, _npz.Entry]) -> None:
             memory this process may use (15.6 GiB): ...``.
     """
     memory = usable_memory()
-    _declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
-    if memory is not None and _declared > memory:
+    declared = sum(entry.dtype.itemsize * math.prod(entry.shape) for entry in entries.values())
+    if memory is not None and declared > memory:
         raise CheckpointError(
-            f"its arrays declare {_declared} bytes ({_declared / 2**30:.1f} GiB), more than the memory "
+            f"its arrays declare {declared} bytes ({declared / 2**30:.1f} GiB), more than the memory "
             f"this process may use ({memory / 2**30:.1f} GiB): a checkpoint of that size cannot be "
             "loaded here"
         )

@@ -8,6 +8,8 @@ import bz2
 import gzip
 import json
 import lzma
+import os
+import pty
 import subprocess
 import sys
 from collections.abc import Callable
@@ -333,3 +335,26 @@ def test_a_control_character_delimiter_is_no_control_start(
     code, _, err = cli(capsys, "train", "--dataset", str(csv_path), "--delimiter", "\x01", "--epochs", "1",
                        "--hidden", "4")
     assert code == 0, err
+
+
+def test_a_dataset_typed_on_a_terminal_ends_at_one_ctrl_d(tmp_path: Path) -> None:
+    """review194 F1: the first 8 KiB of standard input are read before its lines, and a terminal
+    gives its end (Ctrl-D) once: reading on after it waited for a second Ctrl-D, silently."""
+    text = "a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows())
+    master, slave = pty.openpty()
+    try:
+        argv = [sys.executable, "-m", "torchlean", "train", "--dataset", "-", "--epochs", "1", "--hidden",
+                "4"]
+        train = subprocess.Popen(argv, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in text.splitlines(keepends=True):  # as typed: a line at a time, then Ctrl-D
+            os.write(master, line.encode())
+        os.write(master, b"\x04")
+        try:  # the timeout only ends a hang (the old reader's), it measures nothing
+            out, err = train.communicate(timeout=120)
+        finally:
+            train.kill()
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert train.returncode == 0, err
+    assert out.startswith("dataset=- train=48 test=12 "), out

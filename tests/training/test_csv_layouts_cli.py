@@ -10,11 +10,15 @@ weights and statistics bit for bit (so the dropped column never reached the mode
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_runs import arrays, cli, metadata
+
+from torchlean import checkpoint, data
+from torchlean.cli import _resume
 
 N = 40
 TRAIN = ("--epochs", "2", "--hidden", "8")
@@ -387,7 +391,19 @@ def test_a_wide_file_missing_a_middle_column_names_it(
     _refused(
         capsys,
         f"the data of --dataset {cut} differ from those the run in {model} trained on (they have 9 feature "
-        "names (f0, f1, f2, ..., f9), the checkpoint 10 (f0, f1, f2, ..., f9); the first that differs: the "
-        "checkpoint's feature 4 f4, where they name f5): resume with the data it was trained on",
+        "names (f0, f1, f2, ..., f9), the checkpoint 10 (f0, f1, f2, ..., f9); the checkpoint's feature f4 "
+        "is not among theirs): resume with the data it was trained on",
         "train", "--resume", str(model), "--epochs", "3", "--dataset", str(cut),
     )
+
+
+def test_other_data_of_another_width_are_named_so_without_feature_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review194 F2: a checkpoint without feature names (one built in Python) and data of another
+    width were told apart by a training-rows statistic ("they have 1 feature means"), blaming rows."""
+    model = tmp_path / "c.npz"
+    _train(capsys, _clean(tmp_path), model)
+    bare = dataclasses.replace(checkpoint.load(model), feature_names=())
+    other = _write(tmp_path, "other.csv", "q,y\n" + "".join(f"{a},{y}\n" for a, _, y in _rows()))
+    assert _resume.digest_difference(data.load(str(other)), bare) == "they have 1 feature, the checkpoint 2"

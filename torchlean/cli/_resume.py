@@ -966,15 +966,16 @@ def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str])
                  f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
         if max(len(ours), len(theirs)) <= LISTED:
             return found
-        # a list elided in the middle hides where the names part (review192 F4)
-        i = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
-                 min(len(ours), len(theirs)))
-        if i >= len(theirs):
-            return (f"{found}; the first that differs: their {what} {i} {data.display_name(ours[i])}, which "
-                    "the checkpoint lacks")
-        theirs_shown = data.display_name(theirs[i])
-        ours_shown = f"where they name {data.display_name(ours[i])}" if i < len(ours) else "which they lack"
-        return f"{found}; the first that differs: the checkpoint's {what} {i} {theirs_shown}, {ours_shown}"
+        # a list elided in the middle hides where the names part (review192 F4): the first name one
+        # side lacks, by name (a removed column is not a rename of the next: review194 F3)
+        our_names, their_names = set(ours), set(theirs)
+        lacking = next((name for name in theirs if name not in our_names), None)
+        if lacking is not None:
+            return f"{found}; the checkpoint's {what} {data.display_name(lacking)} is not among theirs"
+        extra = next((name for name in ours if name not in their_names), None)
+        if extra is not None:
+            return f"{found}; their {what} {data.display_name(extra)} is not among the checkpoint's"
+        return found
     i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
     mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
     return f"they name {what} {i} {mine}, where the checkpoint names it {recorded}"
@@ -1029,13 +1030,16 @@ def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> st
     names = names_difference(dataset, saved)
     if names is not None:
         return names
+    features = dataset.x_train.shape[1]
+    if features != saved.features:  # a checkpoint without feature names (review194 F2)
+        return f"they have {features} feature{'' if features == 1 else 's'}, the checkpoint {saved.features}"
     statistics = statistics_difference(dataset, saved)
     if statistics is None:
         return "the file or its split changed"
     # the statistics are the training rows': a reordered file or an edited label moves rows between
-    # the splits and so changes every one of them (review192 F3)
-    return (f"the file or its split changed; over the training rows, {statistics} (rows edited, added, "
-            "removed or reordered, or labels edited, change which rows train)")
+    # the splits and so changes every one of them (review192 F3, review194 F4)
+    return (f"the file or its split changed; over the training rows, {statistics}: values were edited, or "
+            "other rows train (rows added, removed or reordered, or labels edited, move the split)")
 
 
 def data_digest(dataset: data.Dataset) -> str:
