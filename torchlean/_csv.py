@@ -587,7 +587,8 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
         with file.open("rb") as stream:
             first = stream.read(_SAMPLE)
             _refuse_control_start(shown, first, delimiter)
-            copy.append(first + stream.read())
+            # fewer bytes than asked: the end was read (a terminal gives its Ctrl-D once: review195 F1)
+            copy.append(first + (stream.read() if len(first) == _SAMPLE else b""))
     return io.TextIOWrapper(io.BytesIO(copy[0]), encoding="utf-8-sig", newline="")
 
 

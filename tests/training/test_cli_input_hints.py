@@ -337,24 +337,37 @@ def test_a_control_character_delimiter_is_no_control_start(
     assert code == 0, err
 
 
-def test_a_dataset_typed_on_a_terminal_ends_at_one_ctrl_d(tmp_path: Path) -> None:
-    """review194 F1: the first 8 KiB of standard input are read before its lines, and a terminal
-    gives its end (Ctrl-D) once: reading on after it waited for a second Ctrl-D, silently."""
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_a_dataset_typed_on_a_terminal_ends_at_one_ctrl_d(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """review194 F1, review195 F1: the first 8 KiB of standard input are read before its lines
+    (predict keeps a copy of it), and a terminal gives its end (Ctrl-D) once: reading on after it
+    waited for a second Ctrl-D, silently."""
     text = "a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows())
+    argv = ["train", "--epochs", "1", "--hidden", "4"]
+    if command == "predict":
+        csv_path, model = tmp_path / "t.csv", tmp_path / "m.npz"
+        csv_path.write_text(text)
+        code, _, err = cli(capsys, *argv, "--dataset", str(csv_path), "--save", str(model))
+        assert code == 0, err
+        argv = ["predict", str(model), "--output", str(tmp_path / "p.csv")]
     master, slave = pty.openpty()
     try:
-        argv = [sys.executable, "-m", "torchlean", "train", "--dataset", "-", "--epochs", "1", "--hidden",
-                "4"]
-        train = subprocess.Popen(argv, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        run = subprocess.Popen([sys.executable, "-m", "torchlean", *argv, "--dataset", "-"], stdin=slave,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for line in text.splitlines(keepends=True):  # as typed: a line at a time, then Ctrl-D
             os.write(master, line.encode())
         os.write(master, b"\x04")
         try:  # the timeout only ends a hang (the old reader's), it measures nothing
-            out, err = train.communicate(timeout=120)
+            out, err = run.communicate(timeout=120)
         finally:
-            train.kill()
+            run.kill()
     finally:
         os.close(slave)
         os.close(master)
-    assert train.returncode == 0, err
-    assert out.startswith("dataset=- train=48 test=12 "), out
+    assert run.returncode == 0, err
+    if command == "train":
+        assert out.startswith("dataset=- train=48 test=12 "), out
+    else:
+        assert len((tmp_path / "p.csv").read_text().splitlines()) == len(_rows()) + 1
