@@ -490,7 +490,9 @@ def _well_formed(
     return (x, labels) if np.isfinite(x).all() else None
 
 
-_STDIN_COPY: ContextVar[list[bytes] | None] = ContextVar("torchlean_stdin_copy", default=None)
+_STDIN_COPY: ContextVar[dict[str, bytes] | None] = ContextVar("torchlean_stdin_copy", default=None)
+"""Inside :func:`stdin_read_once`: the bytes of standard input and of the other streams that are
+no regular file, by path, once read (empty before)."""
 
 _READ_PROGRESS: ContextVar[Callable[[int], object] | None] = ContextVar(
     "torchlean_read_progress", default=None
@@ -520,18 +522,18 @@ def _report(progress: Callable[[int], object], handle: io.TextIOWrapper) -> None
     except (OSError, ValueError):
         return
     progress(position)
-"""Inside :func:`stdin_read_once`: a list holding standard input's bytes once read (empty before)."""
 
 
 @contextlib.contextmanager
 def stdin_read_once() -> Iterator[None]:
-    """Within this context, the first :func:`read_csv` of :data:`STDIN` reads standard input to
-    its end and keeps its bytes, and every later one reads that copy, so a command can read
-    ``--dataset -`` twice: ``torchlean predict`` reads it with its own settings and again as the
-    checkpoint's run loaded its data, to compare their digests as ``train --resume`` does
-    (review63 F3). Nothing is read on entering (a closed standard input is refused at the first
-    read, as without it)."""
-    token = _STDIN_COPY.set([])
+    """Within this context, the first :func:`read_csv` of :data:`STDIN`, or of another path that
+    is no regular file (a named pipe, a shell's ``<(...)``: review195 F2, whose second read waited
+    for a writer that was gone, or found nothing), reads it to its end and keeps its bytes, and
+    every later one reads that copy, so a command can read ``--dataset -`` twice: ``torchlean
+    predict`` reads it with its own settings and again as the checkpoint's run loaded its data, to
+    compare their digests as ``train --resume`` does (review63 F3). Nothing is read on entering (a
+    closed standard input is refused at the first read, as without it)."""
+    token = _STDIN_COPY.set({})
     try:
         yield
     finally:
@@ -560,14 +562,14 @@ _BOM = "\ufeff"
 
 def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
     """``file`` opened as UTF-8 text for the reader (an optional byte-order mark dropped), or,
-    for :data:`STDIN` inside :func:`stdin_read_once`, the copy of its bytes; its first bytes checked
-    first (:func:`_refuse_control_start`).
+    for :data:`STDIN` and any other path that is no regular file inside :func:`stdin_read_once`,
+    the copy of its bytes; its first bytes checked first (:func:`_refuse_control_start`).
 
     Raises:
         DataError: a start that is mostly control characters (messages name the file ``shown``).
     """
-    copy = _STDIN_COPY.get()
-    if copy is None or str(file) != STDIN:
+    copies = _STDIN_COPY.get()
+    if copies is None or (str(file) != STDIN and file.is_file()):
         raw = io.BufferedReader(io.FileIO(file, "r"), buffer_size=_SAMPLE)
         try:
             if file.is_file():  # the buffer holds the first _SAMPLE bytes (or the whole file)
@@ -583,13 +585,14 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
         # fewer bytes than asked: the stream ended (a terminal's Ctrl-D), and is not read again
         chained = io.BufferedReader(_Prefixed(first, raw, ended=len(first) < _SAMPLE), buffer_size=_SAMPLE)
         return io.TextIOWrapper(chained, encoding="utf-8-sig", newline="")
-    if not copy:
+    key = str(file)
+    if key not in copies:
         with file.open("rb") as stream:
             first = stream.read(_SAMPLE)
             _refuse_control_start(shown, first, delimiter)
             # fewer bytes than asked: the end was read (a terminal gives its Ctrl-D once: review195 F1)
-            copy.append(first + (stream.read() if len(first) == _SAMPLE else b""))
-    return io.TextIOWrapper(io.BytesIO(copy[0]), encoding="utf-8-sig", newline="")
+            copies[key] = first + (stream.read() if len(first) == _SAMPLE else b"")
+    return io.TextIOWrapper(io.BytesIO(copies[key]), encoding="utf-8-sig", newline="")
 
 
 class _Prefixed(io.RawIOBase):

@@ -371,3 +371,30 @@ def test_a_dataset_typed_on_a_terminal_ends_at_one_ctrl_d(
         assert out.startswith("dataset=- train=48 test=12 "), out
     else:
         assert len((tmp_path / "p.csv").read_text().splitlines()) == len(_rows()) + 1
+
+
+def test_predict_reads_a_named_pipe_once_where_it_reads_the_data_twice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review195 F2: predict reads its data a second time as the checkpoint's run read them (with
+    ``--report-json`` or ``--split``); a named pipe cannot be read twice, and the second open waited
+    for a writer that was gone. It is read once and kept, as standard input is."""
+    text = "a,b,y\n" + "".join(f"{a},{b},{y}\n" for a, b, y in _rows())
+    csv_path, model, fifo = tmp_path / "t.csv", tmp_path / "m.npz", tmp_path / "data.fifo"
+    csv_path.write_text(text)
+    code, _, err = cli(capsys, "train", "--dataset", str(csv_path), "--epochs", "1", "--hidden", "4",
+                       "--save", str(model))
+    assert code == 0, err
+    os.mkfifo(fifo)
+    record = tmp_path / "r.json"
+    argv = [sys.executable, "-m", "torchlean", "predict", str(model), "--dataset", str(fifo), "--report-json",
+            str(record), "--output", str(tmp_path / "p.csv")]
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        fifo.write_text(text)  # one writer, once (opening blocks until predict opens the pipe)
+        _, err = run.communicate(timeout=120)  # the timeout only ends a hang, it measures nothing
+    finally:
+        run.kill()
+    assert run.returncode == 0, err
+    facts = json.loads(record.read_text())
+    assert facts["data_matches_training"] is True, facts
