@@ -490,7 +490,7 @@ def _well_formed(
     return (x, labels) if np.isfinite(x).all() else None
 
 
-_STDIN_COPY: ContextVar[dict[str, bytes] | None] = ContextVar("torchlean_stdin_copy", default=None)
+_STREAM_COPIES: ContextVar[dict[str, bytes] | None] = ContextVar("torchlean_stream_copies", default=None)
 """Inside :func:`stdin_read_once`: the bytes of standard input and of the other streams that are
 no regular file, by path, once read (empty before)."""
 
@@ -533,11 +533,11 @@ def stdin_read_once() -> Iterator[None]:
     predict`` reads it with its own settings and again as the checkpoint's run loaded its data, to
     compare their digests as ``train --resume`` does (review63 F3). Nothing is read on entering (a
     closed standard input is refused at the first read, as without it)."""
-    token = _STDIN_COPY.set({})
+    token = _STREAM_COPIES.set({})
     try:
         yield
     finally:
-        _STDIN_COPY.reset(token)
+        _STREAM_COPIES.reset(token)
 
 
 def _nfc_names_note(shown: str, names: Sequence[str]) -> list[str]:
@@ -568,11 +568,11 @@ def _open_text(file: Path, shown: str, delimiter: str) -> io.TextIOWrapper:
     Raises:
         DataError: a start that is mostly control characters (messages name the file ``shown``).
     """
-    copies = _STDIN_COPY.get()
-    if copies is None or (str(file) != STDIN and file.is_file()):
+    copies, regular = _STREAM_COPIES.get(), file.is_file()
+    if copies is None or (str(file) != STDIN and regular):
         raw = io.BufferedReader(io.FileIO(file, "r"), buffer_size=_SAMPLE)
         try:
-            if file.is_file():  # the buffer holds the first _SAMPLE bytes (or the whole file)
+            if regular:  # the buffer holds the first _SAMPLE bytes (or the whole file)
                 _refuse_control_start(shown, raw.peek(_SAMPLE)[:_SAMPLE], delimiter)
                 return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
             # a pipe's one read may be a header written before a pause (review192 F2): its first

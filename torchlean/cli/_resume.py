@@ -1024,9 +1024,10 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
 def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str:
     """Why ``dataset``, whose digest is not checkpoint ``saved``'s run's, are other data, as far as
     the checkpoint's fields tell: the first difference of their class or feature names
-    (:func:`names_difference`), else of their statistics (:func:`statistics_difference`: other rows
-    or values), else ``the file or its split changed`` (the same names and statistics: a changed
-    row that moved neither, or another split; review188 F2: only that was said)."""
+    (:func:`names_difference`), else of their feature count (a checkpoint without feature names),
+    else ``the file or its split changed``, with the first training-rows statistic that differs
+    (:func:`statistics_difference`: edited values, or other rows in the train split) when one does
+    (review188 F2: only "the file or its split changed" was said)."""
     names = names_difference(dataset, saved)
     if names is not None:
         return names
