@@ -885,11 +885,13 @@ def _typevar_new_hook(owner: str) -> Callable[[MethodContext], Type]:
     return hook
 
 
-TYPEVAR_ROUTES: Final[dict[str, Callable[[MethodContext], Type] | None]] = {
-    "__init__": _reinit_hook, "__replace__": _replace_method_hook, "__new__": None,  # _typevar_new_hook
+TYPEVAR_ROUTES: Final[dict[str, Callable[[str], Callable[[MethodContext], Type]]]] = {
+    "__init__": lambda _owner: _reinit_hook,
+    "__replace__": lambda _owner: _replace_method_hook,
+    "__new__": _typevar_new_hook,
 }
-"""The hooks of the methods that produce or rewrite a sealed value when mypy names the callee
-``"<method> of <Class>"`` (a receiver typed by a type variable)."""
+"""For each method that produces or rewrites a sealed value, its hook made from the name of the class
+defining it, for a callee mypy names ``"<method> of <Class>"`` (a receiver typed by a type variable)."""
 
 
 class TorchLeanPlugin(Plugin):
@@ -948,8 +950,7 @@ class TorchLeanPlugin(Plugin):
             # a receiver typed by a type variable (``cls.__new__(cls)``, ``k.__replace__()``): mypy
             # names the callee by the class defining the method; the hook reads the variable's
             # bound and reports only a sealed one (review189 F2)
-            route = TYPEVAR_ROUTES[unbound["method"]]
-            return route if route is not None else _typevar_new_hook(unbound["owner"])
+            return TYPEVAR_ROUTES[unbound["method"]](unbound["owner"])
         owner, _, method = fullname.rpartition(".")
         numpy_operator = method in NUMPY_ARITHMETIC or method in NUMPY_MATMUL or method in NUMPY_REFUSED
         if owner.startswith("numpy.") and numpy_operator:
