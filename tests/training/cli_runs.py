@@ -69,8 +69,8 @@ def repeated_names_note(path: object, first: int, second: int, name: str) -> str
 
 OTHER_TRAINING_ROWS = (
     r"the file or its split changed; over the training rows, feature \S+'s mean is \S+, the checkpoint's "
-    r"\S+" + re.escape(": values were edited, or other rows train (rows added, removed or reordered, or "
-                       "labels edited, move the split)")
+    r"\S+" + re.escape(": values were edited, or other rows train, as when rows are added, removed or "
+                       "reordered or labels edited")
 )
 """How data of other training rows than a checkpoint's run's differ (review188 F2, review192 F3), as
 a regular expression: the values are as this machine's numpy sums them."""

@@ -26,8 +26,8 @@ SMALL = "a,b,label\n1,2,x\n3,4,y\n5,6,x\n7,8,y\n9,1,x\n2,3,y\n4,5,x\n6,7,y\n8,9,
 
 OTHER_ROWS = (
     "the file or its split changed; over the training rows, feature a's mean is 1.0625, the checkpoint's "
-    "4.0: values were edited, or other rows train (rows added, removed or reordered, or labels edited, move "
-    "the split)"
+    "4.0: values were edited, or other rows train, as when rows are added, removed or reordered or labels "
+    "edited"
 )
 
 

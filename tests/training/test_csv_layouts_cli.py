@@ -407,3 +407,74 @@ def test_other_data_of_another_width_are_named_so_without_feature_names(
     bare = dataclasses.replace(checkpoint.load(model), feature_names=())
     other = _write(tmp_path, "other.csv", "q,y\n" + "".join(f"{a},{y}\n" for a, _, y in _rows()))
     assert _resume.digest_difference(data.load(str(other)), bare) == "they have 1 feature, the checkpoint 2"
+
+
+def test_a_column_removed_and_another_added_is_named_by_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review195 F3: name lists of one length were compared by position, so a column removed and
+    another added read as a rename of the next column ("they name feature 1 c, where the checkpoint
+    names it b"); the name the data lack is named."""
+    model = tmp_path / "abc.npz"
+    rows = [(f"{i % 5}", f"{i % 3}", f"{i % 7}", f"{i % 4}", "cat" if i % 2 else "dog") for i in range(N)]
+    abc = "a,b,c,y\n" + "".join(f"{a},{b},{c},{y}\n" for a, b, c, _, y in rows)
+    _train(capsys, _write(tmp_path, "abc.csv", abc), model)
+    other = _write(tmp_path, "acz.csv", "a,c,z,y\n" + "".join(f"{a},{c},{z},{y}\n" for a, _, c, z, y in rows))
+    _refused(
+        capsys,
+        f"the data of --dataset {other} differ from those the run in {model} trained on (the checkpoint's "
+        "feature b is not among theirs): resume with the data it was trained on",
+        "train", "--resume", str(model), "--epochs", "3", "--dataset", str(other),
+    )
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        # a true rename, in place: by position (review195 F3)
+        ("a g c", "a b c", "they name feature 1 g, where the checkpoint names it b"),
+        # one removed, another added: the one the data lack, by name
+        ("a c z", "a b c", "the checkpoint's feature b is not among theirs"),
+        ("a b c z", "a b c", "they have 4 feature names (a, b, c, z), the checkpoint 3 (a, b, c)"),
+        # the same names in another order: by position
+        ("a c b", "a b c", "they name feature 1 c, where the checkpoint names it b"),
+        # a name repeated on one side only (review195 F4)
+        ("a b b", "a a b", "their feature b is repeated"),
+        ("a b", "a b b", "they have 2 feature names (a, b), the checkpoint 3 (a, b, b)"),
+        ("f0 f1 f2 f3 f4 f5 f6 f4", "f0 f1 f2 f3 f4 f5 f6",
+         "they have 8 feature names (f0, f1, f2, ..., f4), the checkpoint 7 (f0, f1, f2, ..., f6); their "
+         "feature f4 is repeated"),
+        ("f0 f1 f2 f3 f4 f5 f6", "f0 f1 f2 f3 f4 f5 f6 f6",
+         "they have 7 feature names (f0, f1, f2, ..., f6), the checkpoint 8 (f0, f1, f2, ..., f6); the "
+         "checkpoint's feature f6 is repeated"),
+    ],
+)
+def test_first_name_difference(ours: str, theirs: str, expected: str) -> None:
+    """Each case of ``first_name_difference``, written out by hand."""
+    assert _resume.first_name_difference("feature", ours.split(), theirs.split()) == expected
+
+
+def test_numeric_class_names_are_quoted() -> None:
+    """review195 F5: "they name class 0 1" left unclear which number is the position and which the
+    name; a name that reads as a number is quoted."""
+    assert (_resume.first_name_difference("class", ["1", "2", "3"], ["0", "1", "2"])
+            == "the checkpoint's class '0' is not among theirs")
+    assert (_resume.first_name_difference("class", ["7", "1"], ["0", "1"])
+            == "they name class 0 '7', where the checkpoint names it '0'")
+
+
+@pytest.mark.parametrize(
+    ("found", "kept", "expected"),
+    [
+        (1.0625, 4.0, ("1.0625", "4.0")),  # exact in 6 digits: as repr prints them
+        (1.5905104166666666, 1.5112916666666667, ("1.59051", "1.51129")),
+        (1.0000001, 1.0000002, ("1.0000001", "1.0000002")),  # 8 digits tell them apart
+        (0.30000000000000004, 0.3, ("0.30000000000000004", "0.3")),  # only 17 do
+        (float("nan"), 1.0, ("nan", "1.0")),
+    ],
+)
+def test_statistics_print_with_the_digits_that_tell_them_apart(
+    found: float, kept: float, expected: tuple[str, str]
+) -> None:
+    """review195 F5: a differing mean printed with 17 digits where 6 tell it from the checkpoint's."""
+    assert _resume._told_apart(found, kept) == expected

@@ -19,6 +19,7 @@ classification), whose float64 means numpy computes; the digests are
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,20 @@ def _statistics_error(model: Path, dataset: Path, difference: str) -> str:
             "epochs did; resume with the data the run trained on, or train a new run on these data\n")
 
 
+def _assert_statistics_error(err: str, model: Path, dataset: Path, found: float, recorded: float) -> None:
+    """``err`` is :func:`_statistics_error` naming feature a's mean, ``found`` against the
+    checkpoint's ``recorded``, each printed with 6 to 17 significant digits that tell them apart
+    (review195 F5: 17 digits were printed where fewer do)."""
+    pattern = re.escape(_statistics_error(model, dataset, "feature a's mean is @, the checkpoint's @"))
+    match = re.fullmatch(pattern.replace("@", r"(-?[0-9.e+-]+)"), err)
+    assert match is not None, err
+    shown = match.groups()
+    assert shown[0] != shown[1]
+    for text, value in zip(shown, (found, recorded), strict=True):
+        digits = len(text.lstrip("-").split("e")[0].replace(".", "").lstrip("0"))
+        assert 1 <= digits <= 17 and float(text) == pytest.approx(value, rel=10.0 ** (1 - digits)), text
+
+
 def _inspect_says_no(capsys: pytest.CaptureFixture[str], model: Path, dataset: Path) -> None:
     code, out, err = cli(capsys, "inspect", str(model), "--dataset", str(dataset))
     assert (code, out.splitlines()[-1]) == (0, "data_matches: no")
@@ -101,8 +116,7 @@ def test_resume_refuses_the_training_rows_in_other_units(capsys: pytest.CaptureF
     assert recorded == pytest.approx(float(np.mean(x[train_rows, 0])), rel=1e-12, abs=1e-15)
     assert found == pytest.approx(float(np.mean(x[train_rows, 0] * 100.0 + 1e6)), rel=1e-12)
     err = _refused(capsys, model, tmp_path / "units.csv", tmp_path)
-    assert err == _statistics_error(model, tmp_path / "units.csv",
-                                    f"feature a's mean is {found!r}, the checkpoint's {recorded!r}")
+    _assert_statistics_error(err, model, tmp_path / "units.csv", found, recorded)
     # inspect and predict say no of the same file, and all three say yes of the training file
     _inspect_says_no(capsys, model, tmp_path / "units.csv")
     code, out, err = cli(capsys, "train", "--resume", str(model), "--dataset", str(tmp_path / "cls.csv"),
@@ -151,8 +165,7 @@ def test_data_the_digest_cannot_tell_apart_resume_unless_an_offset_moves_the_sta
     found = float(offset.feature_mean[0])
     assert found == pytest.approx(float(np.mean(shifted[train_rows, 0])), rel=1e-12)
     err = _refused(capsys, model, tmp_path / "offset.csv", tmp_path)
-    assert err == _statistics_error(model, tmp_path / "offset.csv",
-                                    f"feature a's mean is {found!r}, the checkpoint's {recorded!r}")
+    _assert_statistics_error(err, model, tmp_path / "offset.csv", found, recorded)
     _inspect_says_no(capsys, model, tmp_path / "offset.csv")
 
 

@@ -59,6 +59,7 @@ import shlex
 import signal
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -953,32 +954,63 @@ def names_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str
     return found
 
 
+def _named(name: str) -> str:
+    """Name ``name`` as :func:`first_name_difference` prints it: quoted when it reads as a number,
+    so that ``class 3 '4'`` says which is the position and which the name (review195 F5), else as
+    :func:`~torchlean.data.display_name` shows it."""
+    try:
+        float(name)
+    except ValueError:
+        return data.display_name(name)
+    return repr(name)
+
+
 def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     """Where the data's names ``ours`` of ``what`` (``class``, ``feature``) first differ from a
-    checkpoint's ``theirs``: ``they name class 0 setosa, where the checkpoint names it virginica``
-    (or their counts), saying nothing of which of the two was edited (the data's header or labels,
-    or the checkpoint: review88 F2); None when they are the same, in order."""
+    checkpoint's ``theirs``, saying nothing of which of the two was edited (the data's header or
+    labels, or the checkpoint: review88 F2); None when they are the same, in order.
+
+    A name at the first differing position that neither side has elsewhere is a rename, said by
+    position (``they name class 0 setosa, where the checkpoint names it virginica``); otherwise
+    the first name one side lacks is named (``the checkpoint's feature f4 is not among theirs``: a
+    column removed and another added is no rename of the next, review194 F3, review195 F3), else
+    the first name repeated on one side only (review195 F4), else the same names in another order
+    by position. Lists of different lengths also give both counts and lists (review188 F2)."""
     if tuple(ours) == tuple(theirs):
         return None
-    if len(ours) != len(theirs):  # the names too (review188 F2)
+    by_name = _by_name(what, ours, theirs)
+    if len(ours) != len(theirs):
         plural = "name" if len(ours) == 1 else "names"
         found = (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False)}), the "
                  f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
-        if max(len(ours), len(theirs)) <= LISTED:
+        # a list elided in the middle hides where the names part (review192 F4)
+        if max(len(ours), len(theirs)) <= LISTED or by_name is None:
             return found
-        # a list elided in the middle hides where the names part (review192 F4): the first name one
-        # side lacks, by name (a removed column is not a rename of the next: review194 F3)
-        our_names, their_names = set(ours), set(theirs)
-        lacking = next((name for name in theirs if name not in our_names), None)
-        if lacking is not None:
-            return f"{found}; the checkpoint's {what} {data.display_name(lacking)} is not among theirs"
-        extra = next((name for name in ours if name not in their_names), None)
-        if extra is not None:
-            return f"{found}; their {what} {data.display_name(extra)} is not among the checkpoint's"
-        return found
+        return f"{found}; {by_name}"
     i = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b)
-    mine, recorded = data.display_name(ours[i]), data.display_name(theirs[i])
-    return f"they name {what} {i} {mine}, where the checkpoint names it {recorded}"
+    if by_name is None or (ours[i] not in set(theirs) and theirs[i] not in set(ours)):
+        return f"they name {what} {i} {_named(ours[i])}, where the checkpoint names it {_named(theirs[i])}"
+    return by_name
+
+
+def _by_name(what: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
+    """The first of ``theirs`` that ``ours`` lacks, else the first of ``ours`` that ``theirs``
+    lacks, else the first name repeated more often on one side, as a clause of
+    :func:`first_name_difference`; None when both hold the same names as often."""
+    our_counts, their_counts = Counter(ours), Counter(theirs)
+    lacking = next((name for name in theirs if name not in our_counts), None)
+    if lacking is not None:
+        return f"the checkpoint's {what} {_named(lacking)} is not among theirs"
+    extra = next((name for name in ours if name not in their_counts), None)
+    if extra is not None:
+        return f"their {what} {_named(extra)} is not among the checkpoint's"
+    repeated = next((name for name in ours if our_counts[name] > their_counts[name]), None)
+    if repeated is not None:
+        return f"their {what} {_named(repeated)} is repeated"
+    repeated = next((name for name in theirs if their_counts[name] > our_counts[name]), None)
+    if repeated is not None:
+        return f"the checkpoint's {what} {_named(repeated)} is repeated"
+    return None
 
 
 def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str | None:
@@ -1008,7 +1040,8 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
             found, kept = float(mine[j]), float(recorded[j])
             if not abs(found - kept) <= eps * float(theirs[1][j]):  # NaN differs
                 feature = f"feature {data.display_name(names[j])}" if names else f"feature {j}"
-                return f"{feature}'s {statistic} is {found!r}, the checkpoint's {kept!r}"
+                found_shown, kept_shown = _told_apart(found, kept)
+                return f"{feature}'s {statistic} is {found_shown}, the checkpoint's {kept_shown}"
     if saved.task != "regression" or dataset.task != "regression":
         return None
     target = dataset.target_statistics()
@@ -1017,8 +1050,25 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
     recorded_target = (saved.target_mean, saved.target_scale)
     for k, statistic in enumerate(("mean", "scale")):
         if not abs(target[k] - recorded_target[k]) <= eps * recorded_target[1]:
-            return f"the target's {statistic} is {target[k]!r}, the checkpoint's {recorded_target[k]!r}"
+            found_shown, kept_shown = _told_apart(target[k], recorded_target[k])
+            return f"the target's {statistic} is {found_shown}, the checkpoint's {kept_shown}"
     return None
+
+
+def _told_apart(found: float, kept: float) -> tuple[str, str]:
+    """``found`` and ``kept``, two values that differ, with the fewest significant digits that
+    print them apart (6 at least, and those before the point); a value those digits hold exactly
+    prints as ``repr`` does (``4.0``). A mean was shown with 17 digits where 6 tell it from the
+    checkpoint's (review195 F5)."""
+    whole = max((len(f"{abs(v):.0f}") for v in (found, kept) if math.isfinite(v)), default=0)
+    first = min(max(6, whole), 17)  # enough for the digits before the point: no 1.00001e+06
+    digits = next((n for n in range(first, 17) if f"{found:.{n}g}" != f"{kept:.{n}g}"), 17)
+
+    def shown(value: float) -> str:
+        text = f"{value:.{digits}g}"
+        return repr(value) if float(text) == value else text
+
+    return shown(found), shown(kept)
 
 
 def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> str:
@@ -1040,7 +1090,7 @@ def digest_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -> st
     # the statistics are the training rows': a reordered file or an edited label moves rows between
     # the splits and so changes every one of them (review192 F3, review194 F4)
     return (f"the file or its split changed; over the training rows, {statistics}: values were edited, or "
-            "other rows train (rows added, removed or reordered, or labels edited, move the split)")
+            "other rows train, as when rows are added, removed or reordered or labels edited")
 
 
 def data_digest(dataset: data.Dataset) -> str:
