@@ -553,6 +553,35 @@ def test_a_header_name_column_n_is_not_index_n_of_a_headerless_file(
     assert code == 0 and "accuracy=" in out, err
 
 
+def test_a_headerless_file_for_a_run_given_its_label_column_says_the_last_column_was_taken(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review194 F7: a run of header y,a,b given --label-column y read its label first; the same
+    rows without a header take the last column as the label (the README's rule), and said nothing
+    of it, so the refusal's --ignore-labels advice led to predictions from y and a. A note names the
+    rule and --label-column INDEX; a run not given its label column (the label last) has none."""
+    rows = "".join(f"{i % 3},{i / 10:g},{(i * 7) % 11 / 10:g}\n" for i in range(60))
+    first, bare = tmp_path / "first.csv", tmp_path / "bare.csv"
+    first.write_text("y,a,b\n" + rows)
+    bare.write_text(rows)
+    model = tmp_path / "m.npz"
+    ok(capsys, "--dataset", str(first), "--label-column", "y", *RUN, "--save", str(model))
+    note = (f"note: {bare}: it has no header to name checkpoint {model}'s label column y, so the last "
+            "column (column_2) was taken as the label; --label-column INDEX names another (--ignore-labels "
+            "reads none)")
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--no-header")
+    assert code == 2 and note in err.splitlines(), err  # column_2's cells are no class labels
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--no-header",
+                       "--label-column", "0")
+    assert code == 0 and "accuracy=" in err and "taken as the label" not in err, err
+    last = tmp_path / "last.csv"
+    last.write_text("a,b,y\n" + "".join(f"{i / 10:g},{(i * 7) % 11 / 10:g},{i % 3}\n" for i in range(60)))
+    ok(capsys, "--dataset", str(last), *RUN, "--save", str(model))
+    bare.write_text(last.read_text().split("\n", 1)[1])
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--no-header")
+    assert code == 0 and "accuracy=" in err and "note:" not in err, err
+
+
 def test_a_headerless_run_s_column_n_stays_index_n_by_default(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, headerless: Path
 ) -> None:

@@ -296,8 +296,9 @@ def _label_index(
 ) -> tuple[int | None, str]:
     """The label column of ``table`` when its columns are matched by position (the module
     docstring's rule; ``text`` is ``--label-column``), and a note (else "") when the label is the
-    last column because the file, without a header, cannot name the checkpoint's label column
-    ``column_<i>``, a header name of the file its run read (not index ``i``: review63 F1).
+    last column because the file, without a header, cannot name the checkpoint's label column, a
+    header name of the file its run read (``y``, which that file need not have had last:
+    review194 F7; ``column_<i>``, not index ``i``: review63 F1).
 
     Raises:
         UnknownLabelError: an unknown column; DataError: an ambiguous name.
@@ -316,15 +317,30 @@ def _label_index(
     if named and table.names.count(saved.label_column) == 1:
         return table.names.index(saved.label_column), ""
     label = table.column(None)
-    if named or saved.label_column not in table.names:  # no column_<i> that reads as an index here
+    if named or not _label_named(saved):
         return label, ""
+    # a headerless file cannot name a header run's label column, which need not have been its last
+    # when the run named it (a run of y,a,b: review194 F7); its column_<i> reads here as index i,
+    # which it is not (review63 F1)
     last, given = table.shown(label), data.display_name(saved.label_column)
+    index = given.removeprefix("column_")
+    not_index = ""
+    if saved.label_column in table.names:
+        not_index = f" (a header name of the file its run read, not index {index})"
     return label, (
         f"{table.shown_file}: it has no header to name checkpoint {shown_path(path)}'s label column "
-        f"{given} (a header name of the file its run read, not index {given.removeprefix('column_')}), so "
-        f"the last column ({data.display_name(last)}) was taken as the label; --label-column INDEX names "
-        "another (--ignore-labels reads none)"
+        f"{given}{not_index}, so the last column ({data.display_name(last)}) was taken as the label; "
+        "--label-column INDEX names another (--ignore-labels reads none)"
     )
+
+
+def _label_named(saved: checkpoint.Checkpoint) -> bool:
+    """Whether the checkpoint's run may have read its label from another column than its file's
+    last: it was given ``--label-column`` (a setting the checkpoint lacks counts as given), or
+    the label column is a headerless file's ``column_<i>``. A checkpoint without its run's
+    settings (one saved from Python) says nothing of it: False."""
+    given = None if saved.training is None else saved.training.settings.get("label_column", "")
+    return given is not None or saved.label_column.startswith("column_")
 
 
 def _trained_without_header(saved: checkpoint.Checkpoint) -> bool:
