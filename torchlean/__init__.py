@@ -2,7 +2,7 @@
 
 Public face: tensors (``Tensor``, ``tensor``, ``from_torch``), the ops of :mod:`torchlean.functional`
 (re-exported here), eager sessions (``session``, ``Session``) and gradient mode (``no_grad``);
-README.md's "Python" section shows them. The error classes users catch are here too (``TorchLeanError``,
+docs/python.md shows them. The error classes users catch are here too (``TorchLeanError``,
 the base of all; ``GuardError``, ``GuardTypeError``, ``TensorTypeError``, ``SessionError``,
 ``BatchError``, ``TrainerError``, ...), and ``__version__`` is the installed distribution's (what
 ``torchlean --version`` prints).

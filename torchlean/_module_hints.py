@@ -8,7 +8,7 @@ function: this module imports nothing from torchlean.
 
 ``model.parameters()`` cannot get a hint this way: ``parameters`` is an attribute (a list of numpy
 arrays, ``create(model.parameters)``), so calling it is Python's ``TypeError: 'list' object is not
-callable``; the README says so under "Tensors compared with torch".
+callable``; docs/python.md says so under "Tensors compared with torch".
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ What it adds (DESIGN.md §1.4; measured in reference/typing-notes.md §1 and §3
   and of their bases (``typing.MutableMapping`` ...; acting only on a call through the class) get a
   method *signature* hook; a plugin listed after this one cannot hook those as well (the
   same holds for the copy routes and ``__new__`` of ``object``, ``Sealable`` and the sealed
-  classes: mypy's plugin chain takes the first hook it finds; README says to list this plugin
+  classes: mypy's plugin chain takes the first hook it finds; docs/mypy.md says to list this plugin
   last). ``__new__`` of any other class is left alone.
 * **Shapes.** ``torchlean.shapes.Shape[4, 3]`` is read as ``Shape[Literal[4], Literal[3]]``.
   Dimensions must be non-negative int literals, ``Any`` (an unknown size), a ``TypeVar`` or an
@@ -235,7 +235,7 @@ TRAINER_EXPECTED: Final = (
     "or Trainer[Any, Any] to opt out explicitly"
 )
 """The hint's example follows the library's convention: ``In``/``Out`` are the shapes of one sample,
-without the batch axis (``Trainer`` takes ``(n, *In)`` data; README "Shapes")."""
+without the batch axis (``Trainer`` takes ``(n, *In)`` data; docs/mypy.md, "Shapes")."""
 TRAINER_PARAMETERS: Final = ("In", "Out")
 
 _INT64_MAX: Final = 2**63 - 1

@@ -82,7 +82,7 @@ def blank_through_alias() -> AcceptedKernel:
 
 
 # Not reported: the alias used on another class, and __new__ of an unrelated class (as
-# Unrelated.__new__(AcceptedKernel) is not; listed in README "What stays runtime-only").
+# Unrelated.__new__(AcceptedKernel) is not; listed in docs/mypy.md, "What stays runtime-only").
 plain = object_new(int)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _docs import documentation
 from backend_builders import relu_chain
 
 import torchlean as tl
@@ -112,7 +113,6 @@ def test_an_audit_row_is_plain_data_and_the_documents_say_so() -> None:
     origin), and the KernelAudit and report docstrings and the README say that only the sealed
     types are checked."""
     import dataclasses
-    from pathlib import Path
 
     from torchlean.backend.audit import KernelAudit
 
@@ -123,7 +123,7 @@ def test_an_audit_row_is_plain_data_and_the_documents_say_so() -> None:
     for function in (report.audit_line, report.detailed_report_lines, report.audit_to_json,
                      report.checked_kernel_to_json):
         assert "plain data" in " ".join((function.__doc__ or "").split()), function.__name__
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    readme = " ".join(documentation().split())
     assert "Only those three types are sealed: the audit row that `.audit()` makes" in readme
 
 

@@ -24,13 +24,13 @@ import importlib
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from _docs import documentation
 
 import torchlean as tl
 from torchlean import data, optim
@@ -706,6 +706,6 @@ def test_kernel_profiles_count_cuda_capsules_on_the_device(cuda_device: torch.de
 
 def test_readme_quotes_the_cpu_only_build_message() -> None:
     """The README's CUDA section shows the message a CPU-only build prints (as of its torch pin)."""
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    readme = " ".join(documentation().split())
     quoted = f"error: torch eager session: {extension.not_a_cuda_build_message('2.13.0+cpu')}"
     assert quoted in readme

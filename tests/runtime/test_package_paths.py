@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _docs import documentation
 
 import torchlean
 from torchlean.backend._submodules import submodule
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 # DESIGN.md lives outside the repository; its dotted paths (other than the names below), copied.
 DESIGN_PATHS = (
@@ -41,7 +40,7 @@ SUBMODULES = ("autograd", "backend", "checkpoint", "ir", "models", "shapes", "tr
 
 
 def _printed_paths() -> list[str]:
-    found = set(re.findall(r"torchlean(?:\.[A-Za-z_][A-Za-z0-9_]*)+", README.read_text(encoding="utf-8")))
+    found = set(re.findall(r"torchlean(?:\.[A-Za-z_][A-Za-z0-9_]*)+", documentation()))
     return sorted((found | set(DESIGN_PATHS)) - NOT_PATHS)
 
 

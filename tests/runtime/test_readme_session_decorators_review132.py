@@ -1,13 +1,12 @@
 """review132 F11: the README says which objects decorate (the grad modes), and that a Session does
 not, and both halves are true."""
 
-from pathlib import Path
-
 import pytest
+from _docs import documentation
 
 import torchlean as tl
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = documentation()
 
 
 def test_readme_names_the_decorators() -> None:

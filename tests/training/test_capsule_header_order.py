@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _docs import documentation
 from cli_runs import cli
 
 from torchlean.cli import _audit
@@ -104,7 +105,7 @@ def test_every_execution_mode_has_its_order_words() -> None:
 
 
 def test_the_readme_states_both_orders() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = documentation()
     assert "first-use order" in readme
     # the header as the README quotes it (wrapped over two lines of prose)
     assert " ".join(f"backend capsules used (7, {TYPED}):".split()) in " ".join(readme.split())

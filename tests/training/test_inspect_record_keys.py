@@ -6,22 +6,21 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _docs import documentation
 from cli_runs import cli
 
 from torchlean import checkpoint
 from torchlean.checkpoint import Checkpoint
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list, "object": dict}
 
 
 def readme_rows() -> list[tuple[list[str], list[list[str]]]]:
     """The rows of the README's inspect key table: each row's keys and, per key, its type words."""
-    text = README.read_text(encoding="utf-8")
+    text = documentation()
     table = text[text.index("`inspect --report-json PATH` writes one JSON object"):]
     table = table[table.index("| key |"):]
     table = table[: table.index("\n\n")]

@@ -6,20 +6,15 @@ about ``log 3`` for three classes and near-zero weights."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from _docs import python_blocks
 
 
 def _python_blocks() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n") :]
-    section = section[: section.index("\n## ", 1)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return python_blocks("Python")
 
 
 def test_the_readme_python_section_has_its_five_examples() -> None:
@@ -29,7 +24,7 @@ def test_the_readme_python_section_has_its_five_examples() -> None:
 def test_the_session_and_trainer_example_runs(capsys: Any) -> None:
     np.random.seed(0)
     namespace: dict[str, Any] = {}
-    exec(compile(_python_blocks()[0], "README.md", "exec"), namespace)
+    exec(compile(_python_blocks()[0], "docs/python.md", "exec"), namespace)
     assert "['reference.matmul', 'reference.relu', 'reference.reduce_sum']" in capsys.readouterr().out
     losses = namespace["losses"]
     assert len(losses) == 5 and losses[-1] < losses[0]
@@ -39,7 +34,7 @@ def test_the_own_training_loop_example_lowers_the_loss() -> None:
     np.random.seed(0)
     namespace: dict[str, Any] = {}
     exec(compile("import numpy as np\nimport torchlean as tl\nfrom torchlean import optim\n"
-                 + _python_blocks()[1], "README.md", "exec"), namespace)
+                 + _python_blocks()[1], "docs/python.md", "exec"), namespace)
     w, b, x, labels = (namespace[k] for k in ("w", "b", "x", "labels"))
     logits = x.numpy() @ w.numpy().T + b.numpy()
     shifted = logits - logits.max(axis=1, keepdims=True)
@@ -70,7 +65,7 @@ def test_the_model_loop_example_trains_the_model_and_its_statistics() -> None:
     np.random.seed(0)
     namespace: dict[str, Any] = {}
     exec(compile("import numpy as np\nimport torchlean as tl\nfrom torchlean import nn, optim\n"
-                 + _python_blocks()[2], "README.md", "exec"), namespace)
+                 + _python_blocks()[2], "docs/python.md", "exec"), namespace)
     model, x, labels = namespace["model"], namespace["x"], namespace["labels"]
     untrained = nn.build(namespace["layer"], seed=0).state()
     before, _ = _eval_cross_entropy(untrained, x, labels)
@@ -85,8 +80,8 @@ def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys:
     """The ``aten_only`` profile plans matmul and relu to the aten capsules, explains that
     smooth_max_pool has no admissible capsule, and its session records what the comment says."""
     namespace: dict[str, Any] = {}
-    exec(compile("import numpy as np\nimport torchlean as tl\n" + _python_blocks()[4], "README.md", "exec"),
-         namespace)
+    source = "import numpy as np\nimport torchlean as tl\n" + _python_blocks()[4]
+    exec(compile(source, "docs/python.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert (
         "  matmul: aten.matmul provider=aten trust=checked vjp=torchlean-tape "
@@ -99,10 +94,7 @@ def test_the_profile_of_your_own_example_plans_explains_and_runs_on_aten(capsys:
 
 
 def _section_blocks(title: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(f"\n## {title}\n") :]
-    section = section[: section.index("\n## ", 1)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return python_blocks(title)
 
 
 def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeypatch: Any) -> None:
@@ -115,12 +107,12 @@ def test_the_readme_saving_and_loading_blocks_round_trip(tmp_path: Path, monkeyp
     save, load = _section_blocks("Saving and predicting")
     monkeypatch.chdir(tmp_path)  # an empty directory: the save block needs none made for it
     namespace: dict[str, Any] = {}
-    exec(compile(save, "README.md", "exec"), namespace)
+    exec(compile(save, "docs/saving-and-predicting.md", "exec"), namespace)
     original, ds = namespace["trainer"], namespace["ds"]  # the load block rebinds `trainer`
     # the block's printed comment and the CLI transcript's test_accuracy (29 of 30 test rows)
     assert original.evaluate(ds.x_test, ds.y_test) == {"accuracy": 29 / 30}
     assert "{'accuracy': 0.9666666666666667}" in save
-    exec(compile(load, "README.md", "exec"), namespace)
+    exec(compile(load, "docs/saving-and-predicting.md", "exec"), namespace)
     saved = namespace["saved"]
     assert namespace["trainer"] is not original
     np.testing.assert_array_equal(
@@ -157,7 +149,7 @@ def test_the_layer_of_your_own_example_trains_alike_in_both_modes() -> None:
     from torchlean.trainer import RunConfig, Trainer
 
     namespace: dict[str, Any] = {}
-    exec(compile(_python_blocks()[3], "README.md", "exec"), namespace)
+    exec(compile(_python_blocks()[3], "docs/python.md", "exec"), namespace)
     graph = namespace["trainer"]
     eager = Trainer(namespace["ScaledResidual"](), input_shape=(4,),
                     config=RunConfig(namespace["optim"].sgd(0.1), execution="eager"))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _docs import documentation, python_blocks
 from mypy import api
 
 REPO = Path(__file__).resolve().parents[2]
@@ -435,7 +436,7 @@ def test_readme_quotes_the_trainer_hint_and_the_bare_shape_message(workdir: Path
         "(per-sample shapes, e.g. Trainer[Shape[4], Shape[3]]), or Trainer[Any, Any] to opt out "
         "explicitly  [torchlean-trainer]",
     ]
-    readme = README.read_text(encoding="utf-8")
+    readme = documentation()
     for message in messages:
         assert f"error: {message}" in readme, message
     assert "Shape[Any, 4], Shape[Any, 3]]` is a different type" in readme  # the convention, said once
@@ -745,16 +746,10 @@ def test_an_alias_of_a_new_defined_outside_a_class_is_checked_without_a_crash(wo
     assert _strict_mypy_errors(workdir, "free_new", FREE_NEW) == []
 
 
-README = REPO / "README.md"
-
-
 def _readme_python_block(index: int, title: str = "Python") -> str:
     """The README's code block number ``index`` of section ``## title`` (as
     test_readme_python.py reads them)."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(f"\n## {title}\n") :]
-    section = section[: section.index("\n## ", 1)]
-    return str(re.findall(r"```python\n(.*?)```", section, re.S)[index])
+    return python_blocks(title)[index]
 
 
 def _strict_mypy_errors(workdir: Path, name: str, source_text: str) -> list[str]:

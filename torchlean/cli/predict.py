@@ -927,7 +927,7 @@ def _to_stdout(pieces: Iterable[str]) -> None:
     """Write ``pieces`` (the predictions CSV) to standard output in writes of at most
     :data:`STDOUT_CHUNK` characters, then flush, so that a reader of a pipe that goes away
     (``| head -3``) raises :class:`BrokenPipeError` (torchlean's main exits 141, quietly, as the
-    README's "Standard streams" says) and never exits 0 with the CSV cut off: one large write
+    docs/command-line.md's "Standard streams" says) and never exits 0 with the CSV cut off: one large write
     was cut short by the reader's leaving without an error (review68 F3). The pieces go to the
     stream itself, not to the :class:`~torchlean.cli._stdout.ReaderMayLeave` stand-in that keeps
     a report's lost reader from stopping a run with files to write: the CSV is the output here.

@@ -42,7 +42,7 @@ def reduce_sum(
     Under ``checked_cpu`` the left fold is reproducible, not accurate: its rounding error can grow
     as ``n`` times the dtype's epsilon for ``n`` terms of one sign (the float32 sum of 10^6 copies
     of ``0.1`` is 100958.34, 1 % off; torch's pairwise sum, ``fast_cpu``'s, is 100000 to float32's
-    precision): sum long axes in float64 there (README, Profiles in detail).
+    precision): sum long axes in float64 there (README.md, Profiles in detail).
 
     Raises:
         GuardError: an axis out of range (never wrapped), a repeated axis, or ``axis=()`` (numpy
