@@ -940,7 +940,9 @@ class Trainer(Generic[In, Out]):
                     "typed graph execution currently supports device `cpu`; requested "
                     f"`{self.config.device.label}`"
                 )
-            if self._optimizer is None:  # param_groups create it at construction
+            # param_groups create it at construction; a model without parameters gets none (torch's
+            # optimizers refuse an empty list), and fit and step refuse it (_require_parameters)
+            if self._optimizer is None and self.model.parameters:
                 self._optimizer = self._create_optimizer()
             self._session = Session(profile, show_backend=self.config.show_backend,
                                     seed=session_seed(self.seed))
@@ -1146,8 +1148,11 @@ class Trainer(Generic[In, Out]):
 
         Raises:
             OptimizerError: as :meth:`OptimizerConfig.create` (``config.param_groups``).
+            TrainerError: a model without parameters (it has nothing to optimize).
         """
         if self._optimizer is None:
+            if not self.model.parameters:
+                self._require_parameters()
             self._optimizer = self._create_optimizer()
         return self._optimizer
 

@@ -9,6 +9,7 @@ spelling of ``reduction="sum"``/``"none"`` against torch's ``cross_entropy`` in 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import pickle
 
@@ -184,8 +185,10 @@ def test_torchs_params_first_with_the_rate_by_keyword_gets_the_create_hint(make)
         )
     assert make(lr=1e-3).lr == 1e-3 and make(1e-3) == make(lr=1e-3)
     assert make.__doc__ and make.__doc__ == make.__wrapped__.__doc__  # help() shows the factory's own
-    with pytest.raises(TypeError, match="multiple values for argument 'lr'"):  # not parameters: Python's
+    with pytest.raises(TypeError) as twice:  # not parameters: a TypeError, as Python's (review196 F1)
         make(0.1, lr=1e-3)
+    assert isinstance(twice.value, optim.OptimizerError)
+    assert str(twice.value) == f"optimizer: {make.__name__}() got lr both by position and by keyword"
 
 
 def test_more_torch_forms_of_params_first_get_the_hint_and_a_0d_rate_is_told_to_be_a_number():
@@ -234,3 +237,62 @@ def test_torchs_params_first_with_other_keywords_and_torch_tensors_get_the_hint(
     assert optim.sgd(0.1, momentum=0.9).momentum == 0.9
     assert optim.adam(1e-3, betas=(0.9, 0.99)).beta2 == 0.99
     assert optim.rmsprop(0.01, alpha=0.9).decay == 0.9  # torch's alpha
+
+
+@pytest.mark.parametrize(("record", "builder"), [
+    (optim.SGD, "sgd"), (optim.Adam, "adam"), (optim.AdamW, "adamw"), (optim.RMSprop, "rmsprop"),
+    (optim.Adagrad, "adagrad"),
+])
+def test_the_record_classes_refuse_torchs_forms_as_the_factories_do(record, builder):
+    """review196 F1: ``optim.Adam(model.parameters, lr=1e-3)``, torch's commonest line written with
+    torch's class name, was Python's bare "got multiple values for argument 'lr'"; it gets the
+    factories' hint, naming the factory, and the record still builds from keywords."""
+    model = nn.build(nn.sequential(nn.linear(4, 3), nn.tanh(), nn.linear(3, 2)), seed=0)
+    with pytest.raises(optim.OptimizerError) as caught:
+        record(model.parameters, lr=1e-3)
+    assert str(caught.value) == (
+        f"optimizer: optim.{record.__name__}() got a list of 4 arrays before lr=: parameters in the learning "
+        "rate's place are torch's Optimizer(params, lr) order; torchlean's optimizers take no params: build "
+        f"the record, then create the optimizer with them, optim.{builder}(lr).create(model.parameters)"
+    )
+    assert isinstance(caught.value, TypeError)
+    with pytest.raises(TypeError) as unknown:
+        record(lr=0.1, foo=1)
+    accepted = ", ".join(f.name for f in dataclasses.fields(record))
+    assert str(unknown.value) == (f"optimizer: optim.{record.__name__}() got an unexpected keyword argument "
+                                  f"'foo' (accepted: {accepted})")
+    assert record(lr=0.5).lr == 0.5 and dataclasses.replace(record(lr=0.5), lr=0.25).lr == 0.25
+
+
+def test_torchs_betas_and_alpha_on_the_record_classes_name_the_fields_and_the_factory():
+    """review196 F1: ``optim.Adam(betas=...)`` and ``optim.RMSprop(alpha=...)`` were bare
+    TypeErrors; the message names the fields they are and the factory that takes torch's spelling."""
+    for record, builder in ((optim.Adam, "adam"), (optim.AdamW, "adamw")):
+        with pytest.raises(optim.OptimizerError) as caught:
+            record(lr=3e-4, betas=(0.9, 0.95))
+        assert str(caught.value) == (
+            f"optimizer: optim.{record.__name__}() got an unexpected keyword argument 'betas' (accepted: lr, "
+            "beta1, beta2, eps, weight_decay, amsgrad): torch's betas= is beta1= and beta2= here; "
+            f"optim.{builder}(betas=(b1, b2)) takes torch's spelling"
+        )
+        assert record(lr=3e-4, beta1=0.9, beta2=0.95) == getattr(optim, builder)(3e-4, betas=(0.9, 0.95))
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.RMSprop(lr=0.01, alpha=0.9)
+    assert str(caught.value) == (
+        "optimizer: optim.RMSprop() got an unexpected keyword argument 'alpha' (accepted: lr, decay, eps, "
+        "weight_decay, momentum, centered): torch's alpha= is decay= here; optim.rmsprop(alpha=...) takes "
+        "torch's spelling"
+    )
+    with pytest.raises(optim.OptimizerError,
+                       match=r"'betas' \(accepted: lr, momentum, dampening, weight_decay, nesterov\)$"):
+        optim.SGD(betas=(0.9, 0.99))  # no betas hint where there are no betas
+
+
+def test_torchs_positional_sgd_arguments_name_the_keywords():
+    """review196 F1: ``optim.sgd(0.1, 0.9, 0.0, 5e-4, True)`` (torch's SGD order after params) was
+    Python's "takes from 0 to 2 positional arguments"; the class takes them all by position."""
+    with pytest.raises(TypeError) as caught:
+        optim.sgd(0.1, 0.9, 0.0, 5e-4, True)
+    assert str(caught.value) == ("optimizer: sgd() takes at most 2 arguments by position (lr, momentum), "
+                                 "got 5; pass dampening=, weight_decay=, nesterov= by keyword")
+    assert optim.SGD(0.1, 0.9, 0.0, 5e-4, True) == optim.sgd(0.1, 0.9, weight_decay=5e-4, nesterov=True)

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
 import torchlean
-from torchlean import optim
+from torchlean import nn, optim
 from torchlean.optim import OptimizerError
 from torchlean.optim._records import _adam_step
+from torchlean.trainer import Trainer, TrainerError
 
 
 def _torch_trajectory(make, params0, grads_seq):
@@ -714,7 +715,8 @@ def test_torchs_betas_and_alpha_spellings():
     assert optim.rmsprop(0.01, alpha=0.9) == optim.rmsprop(0.01, 0.9)
     theirs = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=3e-4, betas=(0.9, 0.95))
     assert theirs.param_groups[0]["betas"] == (0.9, 0.95)
-    with pytest.raises(OptimizerError, match=r"betas must be a pair \(beta1, beta2\), as torch's, got 0.9"):
+    with pytest.raises(OptimizerError, match=r"betas must be a pair \(beta1, beta2\), as torch's: a tuple, "
+                       r"list or 1-d array of two numbers, got 0.9"):
         optim.adam(betas=0.9)  # type: ignore[arg-type]
     with pytest.raises(OptimizerError, match="pass betas or beta1/beta2, not both"):
         optim.adam(beta1=0.8, betas=(0.9, 0.95))
@@ -722,3 +724,21 @@ def test_torchs_betas_and_alpha_spellings():
         optim.adamw(betas=(0.9, 1.5))
     with pytest.raises(OptimizerError, match="pass alpha or decay, not both"):
         optim.rmsprop(decay=0.5, alpha=0.9)
+
+
+def test_an_empty_parameter_list_is_refused_as_torch_refuses_it():
+    """review196 F5: ``create([])`` gave an optimizer whose steps did nothing (and counted);
+    torch's ``optimizer got an empty parameter list``. A Trainer of a model without parameters
+    still predicts, and its optimizer says why there is none."""
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.adam(0.01).create([])
+    assert str(caught.value) == (
+        "optimizer: optim.adam(...).create() got an empty parameter list, so nothing would train (torch "
+        "refuses it too): pass the model's parameters, model.parameters"
+    )
+    with pytest.raises(ValueError, match="empty parameter list"):  # the oracle's refusal
+        torch.optim.Adam([], lr=0.01)
+    trainer = Trainer(nn.dropout(0.5), input_shape=(4,))
+    with pytest.raises(TrainerError, match=r"^the model has no parameters to train \(dropout\(0\.5\)\)"):
+        trainer.optimizer  # noqa: B018
+    assert trainer.predict(np.ones((2, 4), dtype=np.float32)).shape == (2, 4)

@@ -152,7 +152,7 @@ def test_describe_shows_amsgrad_and_groups():
         return len(shape) < 2
 
     assert optim.group(no_decay, betas=(0.8, 0.9)).describe() == (
-        "optim.group(test_describe_shows_amsgrad_and_groups.<locals>.no_decay, beta1=0.8, beta2=0.9)"
+        "optim.group(test_describe_shows_amsgrad_and_groups.<locals>.no_decay, betas=(0.8, 0.9))"
     )
 
 
@@ -374,3 +374,57 @@ def test_a_pattern_python_cannot_compile_is_refused(pattern):
             optim.group(pattern)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_betas_as_a_numpy_pair_are_taken_as_torch_takes_them():
+    """review196 F2: ``betas=np.array([0.9, 0.99])`` was refused as "not a pair"; torch takes it.
+    A generator is refused, saying what a pair is."""
+    pair = np.array([0.9, 0.99])
+    assert optim.adam(betas=pair) == optim.adam(beta1=0.9, beta2=0.99)
+    assert optim.group("bias", betas=pair) == optim.group("bias", beta1=0.9, beta2=0.99)
+    with pytest.raises(optim.OptimizerError, match=r"^optimizer: betas must be a pair \(beta1, beta2\), "
+                       r"as torch's: a tuple, list or 1-d array of two numbers, got "):
+        optim.adam(betas=(b for b in (0.9, 0.99)))
+    with pytest.raises(optim.OptimizerError, match="a tuple, list or 1-d array of two numbers, got "):
+        optim.group("bias", betas=np.array([0.9, 0.99, 0.5]))
+
+
+def test_group_overrides_in_torchs_spelling_are_named_as_written():
+    """review196 F3: ``alpha=`` and ``betas=`` were named by their stored fields (decay, beta1),
+    in refusals and in describe()."""
+    params, names = [np.zeros(2), np.zeros(2)], ["0.weight", "0.bias"]
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.adam().create(params, names=names, groups=[optim.group("bias", alpha=0.9)])
+    assert str(caught.value) == ("optimizer: optim.group('bias', alpha=0.9) sets alpha, which optim.adam "
+                                 "does not take (accepted: beta1, beta2, eps, weight_decay, amsgrad, "
+                                 "lr_scale)")
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.sgd(0.1, 0.9).create(params, names=names, groups=[optim.group("bias", betas=(0.9, 0.99))])
+    assert str(caught.value) == ("optimizer: optim.group('bias', betas=(0.9, 0.99)) sets betas, which "
+                                 "optim.sgd does not take (accepted: momentum, dampening, weight_decay, "
+                                 "nesterov, lr_scale)")
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.adam().create(params, names=names, groups=[optim.group("bias", betas=(0.9, 1.5))])
+    assert str(caught.value) == ("optimizer: beta2 must be finite and satisfy 0 <= beta2 < 1, got 1.5 (in "
+                                 "optim.group('bias', betas=(0.9, 1.5)))")
+    assert optim.group("bias", weight_decay=0.0, betas=(0.8, 0.9)).describe() == (
+        "optim.group('bias', weight_decay=0.0, betas=(0.8, 0.9))"
+    )
+
+
+def test_a_group_function_that_cannot_take_name_and_shape_is_refused_when_built():
+    """review196 F4: ``lambda name: ...`` escaped as Python's TypeError from inside create or the
+    Trainer; it is refused when the group is built, naming the call."""
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.group(lambda name: name.endswith("bias"), weight_decay=0.0)
+    assert str(caught.value) == (
+        "optimizer: a group function is called as match(name, shape), name a string and shape a tuple of "
+        "ints, and returns a bool; "
+        "test_a_group_function_that_cannot_take_name_and_shape_is_refused_when_built.<locals>.<lambda> takes "
+        "(name)"
+    )
+
+    def flexible(*args: object) -> bool:
+        return len(args) == 2
+
+    assert optim.group(flexible).selects("0.bias", (3,))

@@ -863,7 +863,7 @@ def _checked_schedule(
     """
     scheduled = schedule.function(optimizer.lr, epochs)
     if scheduled is not None:
-        state = optimizer.create([])
+        state = optimizer.create([np.zeros(1)])
         for epoch in sorted({0, epochs - 1}):
             rate = scheduled(epoch)
             try:

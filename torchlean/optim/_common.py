@@ -20,6 +20,13 @@ class OptimizerError(TorchLeanError, ValueError):
     """An optimizer hyper-parameter is out of its domain (message names the parameter)."""
 
 
+class OptimizerCallError(OptimizerError, TypeError):
+    """An optimizer record or factory called with arguments it cannot bind (an unknown keyword,
+    too many positional arguments, torch's ``Adam(params, lr=...)`` order): an
+    :class:`OptimizerError` that is also the ``TypeError`` Python raises for such a call, in the
+    optimizers' words (review196 F1)."""
+
+
 def _as_binary32(value: float) -> float:
     with np.errstate(over="ignore"):  # an overflow to inf is reported by the domain check
         return float(np.float32(value))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchlean._checks import plain_bool, plain_float, shown
+from torchlean._checks import plain_bool, plain_float, shown, shown_briefly
 from torchlean.optim._common import OptimizerError, _type_name
 from torchlean.tensor import BoolLike, RealLike, _preview
 
@@ -105,6 +106,8 @@ class ParamGroup:
                 "optimizer: a group selects by a regular expression (str) or a function (name, shape) "
                 f"-> bool, got {self.match!r}"
             )
+        else:
+            _check_selector(self.match)
         overrides: list[tuple[str, float | bool]] = []
         for key, value in _listed_pairs(self.overrides):
             if not isinstance(key, str):
@@ -157,7 +160,14 @@ class ParamGroup:
         else:
             shown_match = getattr(self.match, "__qualname__", "function")
         written = dict(self.spelled)
-        parts = [shown_match, *(f"{written.get(key, key)}={value!r}" for key, value in self.overrides)]
+        values = dict(self.overrides)
+        parts = [shown_match]
+        for key, value in self.overrides:
+            if written.get(key) == "betas":  # torch's one keyword for two fields, shown as written
+                if key == "beta1":
+                    parts.append(f"betas=({value!r}, {values['beta2']!r})")
+                continue
+            parts.append(f"{written.get(key, key)}={value!r}")
         if self.frozen:
             parts.append("frozen=True")
         return f"optim.group({', '.join(parts)})"
@@ -245,19 +255,57 @@ def group(
         overrides = {**overrides, "decay": alpha}
         spelled = (("decay", "alpha"),)
     if betas is not None:
-        if not isinstance(betas, tuple | list) or len(betas) != 2:
-            raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
+        pair = betas_pair(betas)
         if "beta1" in overrides or "beta2" in overrides:
             given = {k: overrides[k] for k in ("beta1", "beta2") if k in overrides}
             raise OptimizerError(
                 f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, {given})"
             )
-        overrides = {**overrides, "beta1": betas[0], "beta2": betas[1]}
+        overrides = {**overrides, "beta1": pair[0], "beta2": pair[1]}
+        spelled = (*spelled, ("beta1", "betas"), ("beta2", "betas"))
     plain = tuple((key, _plain_override(value)) for key, value in overrides.items())
     return ParamGroup(match, plain, plain_bool(frozen), spelled)
 
 
 ALPHA_IS_DECAY = "torch's RMSprop alpha, stored as decay"
+
+
+def betas_pair(betas: object) -> tuple[Any, Any]:
+    """Torch's ``betas=`` as its two values: a tuple, list or 1-d numpy array of two entries
+    (torch takes ``np.array([0.9, 0.99])`` too: review196 F2), each checked later as ``beta1``
+    and ``beta2`` are.
+
+    Raises:
+        OptimizerError: anything else (a generator, a string, three values)."""
+    values = betas.tolist() if isinstance(betas, np.ndarray) and betas.ndim == 1 else betas
+    if not isinstance(values, tuple | list) or len(values) != 2:
+        raise OptimizerError(
+            "optimizer: betas must be a pair (beta1, beta2), as torch's: a tuple, list or 1-d array of two "
+            f"numbers, got {shown_briefly(betas)}"
+        )
+    return values[0], values[1]
+
+
+def _check_selector(match: Callable[..., object]) -> None:
+    """Refuse a selection function that cannot be called as ``match(name, shape)`` (a one-argument
+    ``lambda name: ...``), naming the call, when its signature says so (review196 F4: the
+    ``TypeError`` escaped from ``create``); a callable without a signature Python can read is
+    called as it is.
+
+    Raises:
+        OptimizerError: ``match`` cannot take two positional arguments."""
+    try:
+        signature = inspect.signature(match)
+    except (TypeError, ValueError):  # a builtin without a text signature
+        return
+    try:
+        signature.bind("name", (1,))
+    except TypeError:
+        shown_match = getattr(match, "__qualname__", repr(match))
+        raise OptimizerError(
+            "optimizer: a group function is called as match(name, shape), name a string and shape a tuple "
+            f"of ints, and returns a bool; {shown_match} takes {signature}"
+        ) from None
 
 
 def as_written(error: OptimizerError, stored: str, written: str, note: str) -> OptimizerError:
@@ -373,11 +421,14 @@ def _group_config(config: OptimizerConfig, g: ParamGroup) -> OptimizerConfig:
         )
     unknown = [key for key in changes if key not in accepted]
     if unknown:
+        written = dict(g.spelled).get(unknown[0], unknown[0])  # as the user spelt it (review196 F3)
         raise OptimizerError(
-            f"optimizer: {g.describe()} sets {unknown[0]}, which optim.{config.name} does not take "
+            f"optimizer: {g.describe()} sets {written}, which optim.{config.name} does not take "
             f"(accepted: {', '.join([*accepted, 'lr_scale'])})"
         )
     for stored, written in g.spelled:  # refused alone: named as written (alpha, not decay)
+        if written != "alpha":  # betas' values are refused as beta1's and beta2's, which they are
+            continue
         try:
             replace(config, **{stored: changes[stored]})  # type: ignore[type-var]
         except OptimizerError as error:

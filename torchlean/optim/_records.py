@@ -43,11 +43,12 @@ from torchlean.optim._groups import (
     _listed_groups,
     _membership,
     as_written,
+    betas_pair,
     freezing,
     names_shown,
 )
 from torchlean.optim._ties import refuse_split_ties
-from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_order
+from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_forms_refused, torch_order
 from torchlean.tensor import BoolLike, RealLike, Tensor
 
 Updated = tuple[Array, Array, Array, Array | None]
@@ -154,9 +155,15 @@ class OptimizerConfig(ABC):
                 no parameter or a parameter two groups select (neither frozen), an override this
                 optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
                 that freeze every parameter (naming them); a parameter that is a masked array with
-                a masked entry (:func:`_plain_arrays`).
+                a masked entry (:func:`_plain_arrays`); no parameters at all, as torch's
+                ``optimizer got an empty parameter list`` (review196 F5: its steps did nothing).
         """
         params = _plain_arrays("parameter", _listed("parameters", params))
+        if not params:
+            raise OptimizerError(
+                f"optimizer: optim.{self.name}(...).create() got an empty parameter list, so nothing would "
+                "train (torch refuses it too): pass the model's parameters, model.parameters"
+            )
         for index, param in enumerate(params):
             if not isinstance(param, np.ndarray) or param.dtype not in _FLOAT_DTYPES:
                 raise OptimizerError(_not_a_float_array("parameter", index, param))
@@ -207,6 +214,7 @@ class OptimizerConfig(ABC):
         return np.zeros_like(param)
 
 
+@torch_forms_refused("sgd")
 @dataclass(frozen=True, slots=True)
 class SGD(OptimizerConfig):
     """Stochastic gradient descent with heavy-ball or Nesterov momentum, dampening and L2 weight
@@ -290,6 +298,7 @@ class _AdamFamily(OptimizerConfig):
         return self.amsgrad
 
 
+@torch_forms_refused("adam")
 @dataclass(frozen=True, slots=True)
 class Adam(_AdamFamily):
     """Adam (Kingma & Ba 2015) with bias correction and L2 ``weight_decay`` added to the gradient,
@@ -312,6 +321,7 @@ class Adam(_AdamFamily):
         return _adam_step(self, step, param, grad, m, v, third)
 
 
+@torch_forms_refused("adamw")
 @dataclass(frozen=True, slots=True)
 class AdamW(_AdamFamily):
     """Adam with decoupled weight decay (Loshchilov & Hutter 2019), with ``amsgrad`` as
@@ -395,7 +405,9 @@ def _less_square(v: Array, a: Array) -> Array:
     is beyond the dtype's range: float32 operands are subtracted in float64, where ``a * a`` is
     exact, and rounded once to float32, so an ``a`` past about 1.8e19 gives ``v``'s ``inf`` rather
     than ``inf - inf = NaN`` (review116 F1); float64 operands in float64 (two roundings, a last-bit
-    difference from the fused op as this module allows), an infinite ``v`` giving ``inf`` where a
+    difference from the fused op as this module allows, but for ``v == a * a`` in real arithmetic,
+    as centered RMSprop with ``decay`` 0 makes it: this gives 0, the fused op the rounding error of
+    ``a * a``, whose square root is NaN when negative: review196 F7), an infinite ``v`` giving ``inf`` where a
     finite ``a``'s square overflows too (past about 1.3e154: review118 F2; a finite ``v`` holds the
     square of the average, so it does not overflow there), an infinite or NaN ``a`` NaN, as the
     fused op gives (review119). ``[*]`` of ``v``'s dtype."""
@@ -407,6 +419,7 @@ def _less_square(v: Array, a: Array) -> Array:
     return result
 
 
+@torch_forms_refused("rmsprop")
 @dataclass(frozen=True, slots=True)
 class RMSprop(OptimizerConfig):
     """RMSprop (Hinton 2012) as ``torch.optim.RMSprop`` (``decay`` is torch's ``alpha``), with its
@@ -460,6 +473,7 @@ class RMSprop(OptimizerConfig):
         return param + dt(-self.lr) * grad / avg, m, v, third
 
 
+@torch_forms_refused("adagrad")
 @dataclass(frozen=True, slots=True)
 class Adagrad(OptimizerConfig):
     """Adagrad (Duchi et al. 2011) as ``torch.optim.Adagrad``, with its ``lr_decay``, L2
@@ -1071,14 +1085,13 @@ def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, floa
         )
     if betas is None:
         return plain_float(beta1), plain_float(beta2)
-    if not isinstance(betas, tuple | list) or len(betas) != 2:
-        raise OptimizerError(f"optimizer: betas must be a pair (beta1, beta2), as torch's, got {betas!r}")
+    first, second = betas_pair(betas)
     if (beta1, beta2) != (0.9, 0.999):
         raise OptimizerError(
             f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, beta1={beta1!r}, "
             f"beta2={beta2!r})"
         )
-    return plain_float(betas[0]), plain_float(betas[1])
+    return plain_float(first), plain_float(second)
 
 
 def _adam_fields(
