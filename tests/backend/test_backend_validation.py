@@ -504,7 +504,10 @@ def test_an_unknown_op_label_is_an_unknown_label() -> None:
     for call in (lambda: CHECKED_CPU.plan_ops(["relu", "rleu"]), lambda: CHECKED_CPU.explain("rleu")):
         with pytest.raises(UnknownLabelError) as info:
             call()
-        assert str(info.value) == f"unknown op rleu (known: {OPS})"
+        assert str(info.value) == f"unknown op rleu (known: {OPS}); did you mean relu?"
+    with pytest.raises(UnknownLabelError) as info:
+        CHECKED_CPU.explain("bogus")
+    assert str(info.value) == f"unknown op bogus (known: {OPS})"  # the original's message alone
 
 
 def test_explain_takes_a_label_and_refuses_none() -> None:
@@ -985,8 +988,9 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """review123 F6: ``objective="cross_entropy"`` (the function is ``cross_entropy``, the label
-    ``cross-entropy``) was refused naming only the known labels; the one meant is named too. Other
-    unknown labels keep the original's message alone, and the match is exact (no case folding)."""
+    ``cross-entropy``) was refused naming only the known labels; the one meant is named too, as
+    for another case or a close spelling (review197 F3). A label near none keeps the original's
+    message alone."""
     from torchlean.trainer import Objective
 
     meant = r"\(known: mse \| cross-entropy\); did you mean cross-entropy\?$"
@@ -996,10 +1000,15 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
         BackendOp.parse("log-softmax")
     with pytest.raises(UnknownLabelError, match=r"; did you mean native-cuda\?$"):
         Provider.parse("native_cuda")
-    for label in ("Log_Softmax", "bogus", "log_softmax_"):
+    for label in ("Log_Softmax", "LOG-SOFTMAX", "log_softmax_", "logsoftmax"):
+        with pytest.raises(UnknownLabelError, match=r"; did you mean log_softmax\?$"):
+            BackendOp.parse(label)
+    for label in ("bogus", "x", ""):
         with pytest.raises(UnknownLabelError) as caught:
             BackendOp.parse(label)
         assert "did you mean" not in str(caught.value)
+    with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
+        profiles.get("checkd_cpu")
     # review126 F5: profile names, and select's own message for a word that is neither
     with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
         profiles.get("checked-cpu")

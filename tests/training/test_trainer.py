@@ -329,7 +329,8 @@ MODES = "execution must be one of the labels eager | typed-graph or a member of 
     ("kwargs", "message"),
     [
         ({"execution": "bogus"}, "unknown execution mode bogus (known: eager | typed-graph)"),
-        ({"execution": "Eager"}, "unknown execution mode Eager (known: eager | typed-graph)"),
+        ({"execution": "Eager"},
+         "unknown execution mode Eager (known: eager | typed-graph); did you mean eager?"),
         ({"device": "gpu"}, f"unknown device gpu (known targets: {DEVICES})"),
         ({"profile": "nope"}, "unknown profile nope (known: {profiles})"),
     ],

@@ -39,9 +39,22 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``; did you mean <name>?`` when ``word`` is one of ``known`` with ``-`` and ``_`` swapped
     (the objective ``cross_entropy`` for ``cross-entropy``, the op ``log-softmax`` for
     ``log_softmax``, the profile ``checked-cpu`` for ``checked_cpu``: review123 F6, review126 F5),
-    else ``""``: the suffix of an unknown-label message."""
+    in another case (``Relu``), or a close spelling (``relux``, ``checkd_cpu``: the closest of
+    :func:`difflib.get_close_matches` at ratio 0.75, case ignored; review197 F3), else ``""``: the
+    suffix of an unknown-label message."""
+    import difflib  # only on a refusal's path
+
+    names = list(known)
     spellings = {word.replace("_", "-"), word.replace("-", "_")}
-    near = next((name for name in known if name in spellings), None)
+    near = next((name for name in names if name in spellings), None)
+    if near is None:
+        folded = {name.lower(): name for name in names}
+        lowered = word.lower()
+        near = next((folded[k] for k in (lowered, lowered.replace("-", "_"), lowered.replace("_", "-"))
+                     if k in folded), None)
+        if near is None:
+            close = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.75)
+            near = folded[close[0]] if close else None
     return "" if near is None else f"; did you mean {near}?"
 
 

@@ -50,17 +50,11 @@ def positional(word: str) -> bool:
 
 def near_command(word: str, commands: Sequence[str]) -> str:
     """``; did you mean <command>?`` for a command name mistyped: ``-`` and ``_`` swapped
-    (``attention_check``, :func:`~torchlean.backend.vocabulary.did_you_mean`) or a close
-    spelling (``trian``, ``inspct``: :func:`difflib.get_close_matches`); else ``""``."""
-    import difflib
-
+    (``attention_check``), another case or a close spelling (``trian``, ``inspct``), as
+    :func:`~torchlean.backend.vocabulary.did_you_mean` finds it; else ``""``."""
     from torchlean.backend.vocabulary import did_you_mean
 
-    near = did_you_mean(word, commands)
-    if near:
-        return near
-    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.75)
-    return f"; did you mean {close[0]}?" if close else ""
+    return did_you_mean(word, commands)
 
 
 def _action(parser: argparse.ArgumentParser, option: str) -> argparse.Action | None:
