@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from cli_runs import cli
 
 from torchlean import checkpoint, data, optim
 from torchlean.cli import main
@@ -662,3 +663,24 @@ def test_a_file_option_given_twice_is_noted_and_the_last_applies(
     assert err == (f"note: --save is given more than once; the last value applies ('{last}', not {first})\n")
     assert last.exists() and not first.exists()
     assert checkpoint.load(last).dtype == "float32"  # --dtype float32 over BASE's float64, without a note
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "hint"),
+    [
+        (["train", "--lr", "-1e-3"], "--lr", True),  # a negative value argparse reads as an option
+        (["train", "--lr", "-inf"], "--lr", True),
+        (["plan", "--profile", "checked_cpu", "relu", "--profile"], "--profile", False),  # last: no value
+        (["train", "--epochs", "--lr", "1"], "--epochs", False),  # the value left out before an option
+        (["train", "--epochs", "--lr=1"], "--epochs", False),
+    ],
+)
+def test_the_dash_value_hint_only_where_a_dash_word_followed(
+    capsys: pytest.CaptureFixture[str], argv: list[str], option: str, hint: bool
+) -> None:
+    """review197 F4: every "expected one argument" got "write --X=VALUE for a value that starts
+    with '-'", also where no value followed at all."""
+    expected = f"error: argument {option}: expected one argument"
+    if hint:
+        expected += f" (write {option}=VALUE for a value that starts with '-')"
+    assert cli(capsys, *argv) == (2, "", expected + "\n")

@@ -167,6 +167,20 @@ class _Parser(argparse.ArgumentParser):
                 return word
         return None
 
+    def _dash_value(self, message: str) -> bool:
+        """Whether the option that argparse's ``message`` (``argument --lr: expected one
+        argument``) names is followed, where it is last given in :attr:`words`, by a word that
+        starts with ``-`` and is none of this parser's options (``-1e-3``, ``-inf``), which argparse
+        read as an option rather than its value; an abbreviation (``--pro``) counts as the option."""
+        options = message.split()[1].rstrip(":").split("/")
+        words = self.words[: self.words.index("--")] if "--" in self.words else self.words
+        given = [i for i, word in enumerate(words)
+                 if word in options or (word.startswith("--") and any(o.startswith(word) for o in options))]
+        if not given or given[-1] + 1 == len(words):
+            return False
+        following = words[given[-1] + 1].split("=", 1)[0]
+        return following.startswith("-") and following not in self._option_string_actions  # not --lr 1
+
     def _dash_word_hint(self) -> str:
         """For a missing CHECKPOINT: the first word of :attr:`words` argparse set aside as an
         unknown option (``predict -m.npz``: a file whose name starts with ``-``), with how to give
@@ -221,8 +235,9 @@ class _Parser(argparse.ArgumentParser):
             names = " or ".join(flag[1].split("/"))
             message = (f"argument {flag[1]}: a flag takes no value, got {flag[2]} (write {names} alone, "
                        "without =VALUE)")
-        elif re.fullmatch(r"argument (-\S+): expected one argument", message):
-            # argparse reads a value that starts with '-' (``--lr -inf``, ``--lr -1e-3``) as an option
+        elif re.fullmatch(r"argument (-\S+): expected one argument", message) and self._dash_value(message):
+            # argparse reads a value that starts with '-' (``--lr -inf``, ``--lr -1e-3``) as an option;
+            # an option given last has no value at all, and no such hint (review197 F4)
             option = message.split()[1].rstrip(":")
             message += f" (write {option}=VALUE for a value that starts with '-')"
         self.exit(2, f"error: {escaped(message)}\n")
