@@ -300,7 +300,7 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
         "  libtorch.sdpa_forward (libtorch/cuda): trust: trusted-external is rejected by assurance checked",
         "  libtorch.sdpa_forward (libtorch/cpu): trust: trusted-external is rejected by assurance checked",
         "  aten.scaled_dot_product_attention (aten/cpu): not in this profile's capsule modules "
-        "(module aten; included by: fast_cpu)",
+        "(module aten; selected by: fast_cpu)",
         "result: scaled_dot_product_attention -> native_cuda.direct_attention",
     ]
 

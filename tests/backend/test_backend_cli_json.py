@@ -411,7 +411,7 @@ def test_capsules_json_carries_the_table(capsys: pytest.CaptureFixture[str], opt
     head = {key: value for key, value in document.items() if key != "capsules"}
     if "--profile" in options:
         summary = re.fullmatch(
-            r"selectable under profile=(\S+) device=(\S+) assurance=(\S+) vjp=(\S+) provider=(.+)", title
+            r"admissible under profile=(\S+) device=(\S+) assurance=(\S+) vjp=(\S+) provider=(.+)", title
         )
         assert summary is not None
         assert head == dict(

@@ -97,18 +97,20 @@ def test_no_registered_capsule() -> None:
     # the shipped capsules this profile leaves out are still named, with where to find them
     assert lines[1].startswith(
         "  native_cuda.relu (native-cuda/cuda): not in this profile's capsule modules (module native-cuda; "
-        "included by: checked_cpu, checked_cuda,"
+        "selected by: checked_cuda, libtorch_forward_cuda, libtorch_forward_strict)"
     )
     assert [line.split()[0] for line in lines[1:-1]] == ["native_cuda.relu", "reference.relu", "aten.relu"]
 
 
-def test_capsules_outside_the_profile_are_named_with_the_profiles_that_include_them() -> None:
+def test_capsules_outside_the_profile_are_named_with_the_profiles_that_select_them() -> None:
     """``checked_cpu`` does not include the opt-in ``aten`` module: ``explain matmul`` still names
-    ``aten.matmul`` and says which shipped profile includes it, before the result line."""
+    ``aten.matmul`` and says which shipped profile selects it, before the result line; a profile
+    whose modules hold a capsule of another device, or one its assurance refuses, is not named
+    (review197 F2: "included by" named all four libtorch profiles for each sdpa capsule)."""
     lines = profiles.get("checked_cpu").explain(B.MATMUL).splitlines()
     assert lines[-2:] == [
         "  aten.matmul (aten/cpu): not in this profile's capsule modules "
-        "(module aten; included by: fast_cpu)",
+        "(module aten; selected by: fast_cpu)",
         "result: matmul -> reference.matmul",
     ]
     names = [line.split()[0] for line in profiles.get("fast_cpu").explain(B.MATMUL).splitlines()[1:-1]]
@@ -123,7 +125,7 @@ def test_a_module_of_your_own_named_like_a_shipped_one_hides_none_of_its_capsule
     profile = profiles.get("checked_cpu").with_capsule_modules([own])
     assert profile.explain(B.MATMUL).splitlines()[-2:] == [
         "  aten.matmul (aten/cpu): not in this profile's capsule modules "
-        "(module aten; included by: fast_cpu)",
+        "(module aten; selected by: fast_cpu)",
         "result: matmul -> reference.matmul",
     ]
     assert "not in this profile's capsule modules" not in profile.explain(B.RELU).split("aten.relu")[-1]
@@ -329,3 +331,18 @@ class _NoSuites(AssurancePolicy):
 
     def accepts_evidence(self, evidence: object) -> bool:
         return False
+
+
+def test_the_sdpa_capsules_outside_checked_cpu_name_only_the_profile_that_selects_each() -> None:
+    """review197 F2: the CUDA capsule was said to be included by the two CPU libtorch profiles, and
+    the CPU one by libtorch_forward_strict_cpu, whose checked assurance refuses it."""
+    lines = profiles.get("checked_cpu").explain(B.SCALED_DOT_PRODUCT_ATTENTION).splitlines()
+    outside = [line for line in lines if "not in this profile's capsule modules" in line]
+    assert outside == [
+        "  libtorch.sdpa_forward (libtorch/cuda): not in this profile's capsule modules (module libtorch; "
+        "selected by: libtorch_forward_cuda)",
+        "  libtorch.sdpa_forward (libtorch/cpu): not in this profile's capsule modules (module libtorch; "
+        "selected by: libtorch_forward_cpu)",
+        "  aten.scaled_dot_product_attention (aten/cpu): not in this profile's capsule modules (module aten; "
+        "selected by: fast_cpu)",
+    ]

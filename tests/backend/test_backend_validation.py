@@ -276,7 +276,7 @@ def test_claim_fields_take_members_or_labels() -> None:
     ("build", "error", "message"),
     [
         (lambda: ContractClaim(ClaimKind.SHAPE_SAFETY, "rleu"), BackendValueError,  # type: ignore[arg-type]
-         f"ContractClaim.op: unknown op rleu (known: {OPS})"),
+         f"ContractClaim.op: unknown op rleu (known: {OPS}); did you mean relu?"),
         (lambda: ContractClaim(ClaimKind.SHAPE_SAFETY, None), BackendTypeError,  # type: ignore[arg-type]
          f"ContractClaim.op must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"),
         (lambda: ContractClaim(ClaimKind.VALUE_REFINEMENT, B.RELU, layout=3), BackendTypeError,  # type: ignore[arg-type]
@@ -348,7 +348,8 @@ def test_a_capsule_built_with_an_op_label_plans() -> None:
         ({"name": ""}, BackendValueError, "KernelCapsule.name must be a non-empty string, got ''"),
         ({"name": None}, BackendTypeError,
          "KernelCapsule.name must be a non-empty string, got None (NoneType)"),
-        ({"op": "rleu"}, BackendValueError, f"KernelCapsule.op: unknown op rleu (known: {OPS})"),
+        ({"op": "rleu"}, BackendValueError,
+         f"KernelCapsule.op: unknown op rleu (known: {OPS}); did you mean relu?"),
         ({"op": 3}, BackendTypeError,
          f"KernelCapsule.op must be a BackendOp or one of its labels ({OPS}), got 3 (int)"),
         ({"device": "gpu"}, BackendValueError,
@@ -768,11 +769,11 @@ def test_describe_keeps_an_80_character_repr_whole_and_shortens_81() -> None:
 @pytest.mark.parametrize(
     ("parse", "label", "message"),
     [
-        (BackendOp.parse, "RELU", rf"^unknown op RELU \(known: {re.escape(OPS)}\)$"),
+        (BackendOp.parse, "RELU", rf"^unknown op RELU \(known: {re.escape(OPS)}\); did you mean relu\?$"),
         (
             TrustLevel.parse,
             "Checked",
-            r"^unknown trust level Checked \(known: checked \| trusted-external\)$",
+            r"^unknown trust level Checked \(known: checked \| trusted-external\); did you mean checked\?$",
         ),
         (Device.parse, "CPU", rf"^unknown device CPU \(known targets: {re.escape(DEVICES)}\)$"),
         (Provider.parse, "cuda-graphs", r"^unknown provider cuda-graphs \(known: reference \| "),
@@ -784,7 +785,8 @@ def test_describe_keeps_an_80_character_repr_whole_and_shortens_81() -> None:
 def test_labels_parse_case_sensitively_and_name_their_vocabulary(
     parse: Callable[[str], object], label: str, message: str
 ) -> None:
-    """LabelledEnum.parse: "the member whose label is exactly label (case-sensitive)"."""
+    """LabelledEnum.parse: "the member whose label is exactly label (case-sensitive)"; the refusal
+    names the label of another case (review197 F3)."""
     with pytest.raises(UnknownLabelError, match=message):
         parse(label)
 

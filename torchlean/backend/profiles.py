@@ -323,20 +323,24 @@ class BackendProfile:
 
     def _outside_lines(self, op: BackendOp) -> list[str]:
         """One line per shipped capsule for ``op`` that this profile's modules leave out (those of
-        the opt-in ``aten`` and ``libtorch`` modules), naming the profiles that include it. A
-        capsule is inside when one of the profile's capsules has its identity, whatever its module
-        is called (a module of your own named ``aten`` hid every shipped ``aten`` capsule:
-        review152 F4)."""
+        the opt-in ``aten`` and ``libtorch`` modules), naming the shipped profiles that select it
+        for ``op`` (not every profile whose modules hold it: one of another device, or whose
+        assurance refuses it, never selects it: review197 F2). A capsule is inside when one of the
+        profile's capsules has its identity, whatever its module is called (a module of your own
+        named ``aten`` hid every shipped ``aten`` capsule: review152 F4)."""
         inside = {capsule.identity for module in self.capsule_modules for capsule in module.capsules}
         lines: list[str] = []
         for module in all_modules():
-            including = [p.name for p in _PROFILES.values() if module in p.capsule_modules]
             for capsule in module.capsules:
                 if capsule.op is op and capsule.identity not in inside:
+                    selecting = [p.name for p in _PROFILES.values()
+                                 if module in p.capsule_modules and _selects(p, op, capsule)]
+                    by = "no shipped profile selects it"
+                    if selecting:
+                        by = f"selected by: {', '.join(selecting)}"
                     lines.append(
                         f"  {capsule.name} ({capsule.provider.label}/{capsule.device.label}): not in this "
-                        f"profile's capsule modules (module {module.name}; included by: "
-                        f"{', '.join(including) or 'no shipped profile'})"
+                        f"profile's capsule modules (module {module.name}; {by})"
                     )
         return lines
 
@@ -442,6 +446,12 @@ class BackendProfile:
             f"backend profile `{self.name}` refuses every capsule its availability admits for device "
             f"`{device.label}` ({'; '.join(shown[:3])}{more})"
         )
+
+
+def _selects(profile: BackendProfile, op: BackendOp, capsule: KernelCapsule) -> bool:
+    """Whether ``profile`` selects ``capsule`` (by identity) for ``op``."""
+    return any(v.capsule.identity == capsule.identity and v.verdict.status == "selected"
+               for v in profile.explain_verdicts(op))
 
 
 def _labels(members: Iterable[Device] | Iterable[Provider]) -> str:

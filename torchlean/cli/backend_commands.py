@@ -146,7 +146,8 @@ def _cmd_capsules(args: argparse.Namespace) -> int:
             for c in m.capsules
             if profile.availability.admits_capsule(c) and admissible(profile.policy, c)
         ]
-        title = f"selectable under {profile.summary()} provider={profile.policy.provider.label}"
+        # admissible, not all selected: a preference picks one per op (review197 F1)
+        title = f"admissible under {profile.summary()} provider={profile.policy.provider.label}"
     elif args.device is not None:
         entries = [(name, c) for name, c in entries if c.device is args.device]
         title = f"catalog for device {args.device.label}"
