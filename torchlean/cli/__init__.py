@@ -362,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--save`` SIGINT, SIGTERM and SIGHUP are handled by the run while it trains (the previous
     handlers restored after).
     """
-    from torchlean.cli import _completion
+    import torchlean.cli._completion as _completion
     from torchlean.cli._stderr import best_effort_stderr
 
     _completion.reset()
@@ -385,8 +385,10 @@ def console_main() -> int:
     default action (review139 F1: one after ``saved:`` ended a complete run with status 143).
     Called in a process that goes on (a test), it leaves those three signals ignored there too.
     Its exit status is ``main``'s; a Ctrl-C that stops ``main`` before its own handler is set up
-    is ``error: interrupted``, exit status 130."""
-    from torchlean.cli import _completion
+    is ``error: interrupted``, exit status 130. Nothing heavy is imported before that ``try``:
+    ``from torchlean.cli import _completion`` went through this package's ``__getattr__``, which
+    loaded the whole backend (about 0.1 s) where a Ctrl-C was a traceback (review198 F1)."""
+    import torchlean.cli._completion as _completion  # the module itself: signal and threading only
 
     status: int | None = None
     try:
