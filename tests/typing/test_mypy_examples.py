@@ -747,8 +747,8 @@ def test_an_alias_of_a_new_defined_outside_a_class_is_checked_without_a_crash(wo
 
 
 def _readme_python_block(index: int, title: str = "Python") -> str:
-    """The README's code block number ``index`` of section ``## title`` (as
-    test_readme_python.py reads them)."""
+    """The documentation's code block number ``index`` of section ``title`` (as
+    test_docs_python.py reads them)."""
     return python_blocks(title)[index]
 
 
@@ -764,8 +764,8 @@ def _strict_mypy_errors(workdir: Path, name: str, source_text: str) -> list[str]
 
 
 def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
-    """The README's "A training loop of your own" block (with the imports
-    tests/training/test_readme_python.py prepends) is clean under strict mypy with the plugin."""
+    """docs/python.md's "A loop of your own" block (with the imports
+    tests/training/test_docs_python.py prepends) is clean under strict mypy with the plugin."""
     loop = _readme_python_block(1)
     assert "loss.backward()" in loop
     prelude = "import numpy as np\nimport torchlean as tl\nfrom torchlean import optim\n\n"
@@ -773,7 +773,7 @@ def test_readme_training_loop_passes_strict_mypy_with_the_plugin(workdir: Path) 
 
 
 def test_readme_model_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
-    """The README's loop around a built model (with the imports test_readme_python.py prepends)
+    """docs/python.md's loop around a built model (with the imports test_docs_python.py prepends)
     is clean under strict mypy with the plugin."""
     loop = _readme_python_block(2)
     assert "model.load_tensors(params)" in loop
@@ -782,7 +782,7 @@ def test_readme_model_loop_passes_strict_mypy_with_the_plugin(workdir: Path) -> 
 
 
 def test_readme_profile_of_your_own_passes_strict_mypy_with_the_plugin(workdir: Path) -> None:
-    """The README's "A profile of your own" block (with the imports test_readme_python.py
+    """docs/python.md's "Profiles of your own" block (with the imports test_docs_python.py
     prepends) is clean under strict mypy with the plugin: it spells devices, providers and the
     assurance as members."""
     block = _readme_python_block(4)

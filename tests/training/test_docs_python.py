@@ -1,7 +1,7 @@
-"""The README's ``## Python`` examples run as written, and do what the text says: the eager
-session records its capsules, the trainer's loss falls, and the hand-written loop (an optimizer
-of ``torchlean.optim`` copied back under ``no_grad``) lowers the cross-entropy from its start at
-about ``log 3`` for three classes and near-zero weights."""
+"""The Python examples of docs/python.md and docs/saving-and-predicting.md run as written, and
+do what the text says: the eager session records its capsules, the trainer's loss falls, and the
+hand-written loop (an optimizer of ``torchlean.optim`` copied back under ``no_grad``) lowers the
+cross-entropy from its start at about ``log 3`` for three classes and near-zero weights."""
 
 from __future__ import annotations
 
