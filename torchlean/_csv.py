@@ -94,7 +94,7 @@ from torchlean._labels import _label_index, _label_name_note
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._rows import Rows, blocks, lengths
 from torchlean.backend.display import escaped
-from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
     "STDIN", "BlankRowError", "Table", "check_file", "read_csv", "refused_character", "stdin_read_once"
@@ -168,10 +168,17 @@ class Table:
         name that is also another column's index is the name (:meth:`label_note` says so).
 
         Raises:
-            UnknownLabelError: an index out of range or an unknown name, naming the accepted ones.
+            UnknownLabelError: an index out of range or an unknown name, naming the accepted ones,
+                and, when the first row was guessed to be a header, how it was read
+                (:attr:`header_note`, which explains names such as ``1 | 2 | x``: review198 F6).
             DataError: a name the header repeats (ambiguous), naming its columns.
         """
-        return _label_index(self.shown_file, self.names, label_column, self.has_header)
+        try:
+            return _label_index(self.shown_file, self.names, label_column, self.has_header)
+        except UnknownLabelError as error:
+            if not (self.has_header and self.header_note):  # a guessed header names the columns
+                raise
+            raise UnknownLabelError(f"{error}; {self.header_note}") from None
 
     def label_note(self, label_column: object) -> str:
         """The note on a ``label_column`` string that :meth:`column` read as a header name though

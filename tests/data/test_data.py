@@ -993,3 +993,24 @@ def test_a_validation_split_short_of_a_class_names_task_regression_when_the_task
         data.load(named, seed=0, val_fraction=0.5)
     assert "a validation split needs 2 of each class" in str(caught.value)
     assert "task='regression'" not in str(caught.value)
+
+
+def test_an_unknown_label_column_of_a_guessed_header_says_how_the_first_row_was_read(tmp_path: Path) -> None:
+    """review198 F6: a headerless file whose labels are words has its first row guessed to be a
+    header, so ``label_column="column_2"`` was refused with "(known: 1 | 2 | z)" and nothing said
+    why those are the names; the header note follows the refusal. A file whose header is no guess
+    keeps the refusal alone."""
+    rows = "".join(f"{i},{i + 1},{'xz'[i % 2]}\n" for i in range(1, 11))
+    path = _write(tmp_path, rows)
+    with pytest.raises(UnknownLabelError) as info:
+        data.load(path, label_column="column_2")
+    assert str(info.value) == (
+        f"unknown label column column_2 in {path} (known: 1 | 2 | z); {path}: first row 1,2,z was read as "
+        "a header, as its cell 'z' is not a number (its other cells are); pass header=False (CLI: "
+        "--no-header) if it is a data row with a text label"
+    )
+    assert data.load(path, label_column="column_2", header=False).class_names == ("x", "z")
+    named = _write(tmp_path, "a,b,y\n" + rows, "named.csv")
+    with pytest.raises(UnknownLabelError) as info:
+        data.load(named, label_column="column_2")
+    assert str(info.value) == f"unknown label column column_2 in {named} (known: a | b | y)"
