@@ -368,3 +368,18 @@ def test_predict_csv_on_a_pipe_whose_reader_leaves_exits_141(base: Path, big_csv
     status, err, _ = _reader_leaves_after([*argv, "--report-json", str(record)], 100)
     assert status == 141 and "Traceback" not in err and "note:" not in err, err
     assert not record.exists()
+
+
+def test_a_byte_that_is_not_utf8_is_shown_as_the_byte(capsys: pytest.CaptureFixture[str]) -> None:
+    """review197 F5: a command-line word holding the byte 0xff (Python's surrogateescape gives
+    ``'\\udcff'``) was shown as ``\\udcff``, a code point the user never typed; it is ``\\xff``. A
+    lone surrogate that stands for no byte, and a typed backslash, keep Python's escapes."""
+    from torchlean.backend.display import escaped, name_shown
+
+    word = b"\xff\xfe".decode("utf-8", "surrogateescape")
+    assert (name_shown(word), escaped(f"a{word}")) == ("'\\xff\\xfe'", "a\\xff\\xfe")
+    assert (name_shown("\ud800"), escaped("\udc7f"), escaped("x\\udcff\n")) == (
+        "'\\ud800'", "\\udc7f", "x\\udcff\\n")
+    assert name_shown("\\" + word[0]) == "'\\\\\\xff'"
+    code, _, err = cli(capsys, "plan", "--profile", word, "relu")
+    assert code == 2 and err.startswith("error: argument --profile: unknown profile '\\xff\\xfe' (known: ")

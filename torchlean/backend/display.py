@@ -6,6 +6,8 @@ This module depends on nothing else in torchlean.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["LINE_LIMIT", "cut", "escaped", "name_shown"]
 
 
@@ -17,7 +19,19 @@ def name_shown(text: object) -> str:
     anchor-backend.md §3.1) print ordinary values unchanged."""
     if isinstance(text, str) and text and text.isprintable() and text == text.strip():
         return text
-    return repr(text)
+    return _as_bytes(repr(text))
+
+
+_SURROGATE_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+"""A backslash escape ``\\udcNN`` (NN from 80) not itself escaped: Python's surrogateescape stand-in
+for the byte 0xNN of a command-line word or file name that is not UTF-8."""
+
+
+def _as_bytes(shown: str) -> str:
+    """``shown`` (backslash escapes as a Python literal writes them) with each escape of a lone
+    surrogate that stands for a byte (``\\udcff``, how Python decodes the byte 0xff of a word
+    that is not UTF-8) written as that byte, ``\\xff``, the byte the user typed (review197 F5)."""
+    return _SURROGATE_BYTE.sub(r"\1\\x\2", shown)
 
 
 def escaped(text: str) -> str:
@@ -29,7 +43,7 @@ def escaped(text: str) -> str:
     names in messages too, review103 F4)."""
     if text.isprintable():
         return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return "".join(char if char.isprintable() else _as_bytes(repr(char)[1:-1]) for char in text)
 
 
 LINE_LIMIT = 400
