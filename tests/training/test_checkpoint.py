@@ -1454,7 +1454,8 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     """A file name holding the byte 0xfd (Python's ``\\udcfd``) with stdout encoded strictly
     (``PYTHONIOENCODING=utf-8``): the ``wrote``/``saved:`` lines, and the report's ``dataset=``,
     ``checkpoint=`` and ``trained_on=``, raised UnicodeEncodeError (a traceback, exit 1) after the
-    files were written. They now print the byte as Python prints it on stderr, ``\\udcfd``; under
+    files were written. They now print the byte as ``\\xfd`` (review197 F5: not Python's stand-in
+    ``\\udcfd``); under
     an ASCII stdout (``PYTHONIOENCODING=ascii``) a non-ASCII name prints as ``\\xfc`` (it was a
     one-line error after the checkpoint was saved, review17 diff F5)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
@@ -1462,7 +1463,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     odd = os.fsdecode(b"\xfd")
     data_in, saved, record, predictions = (tmp_path / f"{odd}.{ext}" for ext in ("csv", "npz", "json", "out"))
     data_in.write_bytes(labels_csv.read_bytes())
-    shown = {path: f"{tmp_path}/\\udcfd.{path.suffix[1:]}" for path in (data_in, saved, record, predictions)}
+    shown = {path: f"{tmp_path}/\\xfd.{path.suffix[1:]}" for path in (data_in, saved, record, predictions)}
     trained = subprocess.run(
         [*base, "train", "--dataset", str(data_in), "--epochs", "1", "--hidden", "4", "--save", str(saved),
          "--report-json", str(record)],
@@ -1496,7 +1497,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
         capture_output=True, text=True, env={**env, "PYTHONIOENCODING": "utf-8:strict"}, cwd=tmp_path,
     )
     assert (missing.returncode, missing.stderr) == (
-        2, f"error: checkpoint file not found: {tmp_path}/\\udcfd.gone\n"
+        2, f"error: checkpoint file not found: {tmp_path}/\\xfd.gone\n"
     )
     umlaut = tmp_path / "\u00fc.csv"
     umlaut.write_bytes(labels_csv.read_bytes())
