@@ -341,7 +341,7 @@ def test_report_table_and_json(full_report: FlashCheckReport) -> None:
     assert record["passed"] is True and len(record["rows"]) == len(full_report.rows)
     assert record["thresholds"] == {"float64": 1e-12, "mpmath-50": 1e-40}
     assert list(record["rows"][0]) == [
-        "case", "shape", "mask", "tiles", "scale", "precision",
+        "number", "case", "shape", "mask", "tiles", "scale", "precision",
         "forward_error", "backward_error", "lse_error", "threshold", "passed",
     ]
     for precision in (FLOAT64, MPMATH_50):
@@ -380,7 +380,11 @@ def test_command_quick_prints_table_and_verdict_and_writes_json(
     assert captured.err == ""  # stderr is not a terminal here: no progress bar (tqdm disable=None)
     record = json.loads(path.read_text())
     assert record["command"] == "attention-check" and record["quick"] is True
-    assert record["verdict"] == lines[-1] and len(record["rows"]) == n
+    # the verdict's word and counts (review197 F9: the text line was the value); rows numbered as the
+    # table's case column
+    assert (record["verdict"], record["cases"], record["failed"]) == ("PASS", n, 0)
+    assert len(record["rows"]) == n
+    assert [row["number"] for row in record["rows"]] == [int(line.split()[0]) for line in lines[1 : n + 1]]
     assert set(record["worst"]["float64"]) == {"forward", "backward", "lse"}
     assert all(isinstance(row["lse_error"], float) and row["scale"] for row in record["rows"])
 

@@ -218,7 +218,9 @@ class FlashCheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record: thresholds, per-precision worst errors (``forward``, ``backward``,
-        ``lse``), rows (the fields of :class:`FlashCheckRow`), verdict. An infinite error (a
+        ``lse``), ``passed``, ``verdict`` (``PASS`` or ``FAIL``, the word of :meth:`verdict`'s
+        line), ``cases`` and ``failed`` (counts), and rows (the fields of :class:`FlashCheckRow`,
+        with ``number``, the table's case column, from 1: review197 F9). An infinite error (a
         non-finite result) is ``None`` (JSON ``null``), so the record is strict JSON."""
         return {
             "thresholds": dict(THRESHOLDS),
@@ -231,11 +233,13 @@ class FlashCheckReport:
                 for precision, (forward, backward) in ((p, self.worst(p)) for p in THRESHOLDS)
             },
             "passed": self.passed,
-            "verdict": self.verdict(),
+            "verdict": "PASS" if self.passed else "FAIL",
+            "cases": len(self.rows),
+            "failed": len(self.failures),
             "rows": [
-                {key: _finite_or_none(value) if isinstance(value, float) else value
-                 for key, value in asdict(row).items()}
-                for row in self.rows
+                {"number": number, **{key: _finite_or_none(value) if isinstance(value, float) else value
+                                      for key, value in asdict(row).items()}}
+                for number, row in enumerate(self.rows, start=1)
             ],
         }
 
