@@ -863,3 +863,33 @@ def test_batch_norm_running_stats_of_an_empty_batch_are_unchanged() -> None:
     np.testing.assert_array_equal(new_mean, t_mean.numpy())
     np.testing.assert_array_equal(new_var, t_var.numpy())
     assert new_mean is not mean and new_var is not var
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize(
+    ("shape", "target"),
+    [
+        ((2, 0), np.zeros((2, 0))),  # probabilities over no class
+        ((0,), np.zeros((0,))),
+        ((2, 0, 3), np.zeros((2, 0, 3))),
+        ((0, 0), np.zeros((0,), np.int64)),  # class ids, no sample and no class
+        ((0, 3), np.zeros((0,), np.int64)),
+    ],
+)
+def test_cross_entropy_over_no_class_is_nan_as_torch_s(
+    profile: str, smoothing: float, shape: tuple[int, ...], target: np.ndarray
+) -> None:
+    """review199 F2/F3: probabilities over 0 classes gave 0.0 (torch: NaN, its sum over numel / C =
+    0 / 0 positions), and label smoothing over 0 classes raised ZeroDivisionError. Oracle: torch's
+    value; the gradient is the logits' empty shape."""
+    oracle = TF.cross_entropy(torch.zeros(shape, dtype=torch.float64), torch.from_numpy(target),
+                              label_smoothing=smoothing).item()
+    assert np.isnan(oracle)
+    for given in (target, tl.tensor(target)) if target.dtype.kind == "f" else (target,):
+        with tl.session(profile=profile):
+            logits = tl.tensor(np.zeros(shape), requires_grad=True)
+            loss = tl.cross_entropy(logits, given, label_smoothing=smoothing)
+            loss.backward()
+        assert np.isnan(loss.numpy()) and loss.shape == ()
+        assert logits.grad is not None and logits.grad.shape == shape

@@ -336,7 +336,7 @@ def cross_entropy(
         index = _index(np.expand_dims(raw, ax), logits, "gather", ax)
         log_p = log_softmax(logits, ax)
         nll = _negated(reduce_mean(gather(log_p, index, ax)))
-        if smoothing == 0.0:
+        if smoothing == 0.0 or logits.shape[ax] == 0:  # no class: no sample either, the mean NaN as torch's
             return nll
         uniform = _negated(reduce_mean(reduce_sum(log_p, ax)))  # mean over positions of -sum_c log p_c
         return add(scale(nll, 1.0 - smoothing), scale(uniform, smoothing / logits.shape[ax]))
@@ -368,17 +368,21 @@ def cross_entropy(
                 "probabilities, which are cast to it)"
             )
         classes = logits.shape[ax]
+        smoothed = smoothing != 0.0 and classes > 0  # no class: nothing to smooth (no s / 0)
         if isinstance(target, Tensor):
             probs = target
-            if smoothing != 0.0:
+            if smoothed:
                 probs = add(scale(target, 1.0 - smoothing), smoothing / classes)
         else:
             dt = logits.dtype.type
             values = np.asarray(raw, dtype=logits.dtype)
-            if smoothing != 0.0:  # torch: target * (1 - s) + s / C, two roundings in the dtype
+            if smoothed:  # torch: target * (1 - s) + s / C, two roundings in the dtype
                 values = values * dt(1.0 - smoothing) + dt(smoothing / classes)
             probs = _constant(values, logits)
-        return _negated(reduce_mean(reduce_sum(mul(probs, log_softmax(logits, ax)), ax)))
+        terms = mul(probs, log_softmax(logits, ax))
+        if classes == 0:  # torch divides the sum by numel / C = 0 / 0: NaN, the mean over no term
+            return _negated(reduce_mean(terms))
+        return _negated(reduce_mean(reduce_sum(terms, ax)))
     one_hot = ""
     if raw.shape == logits.shape:
         one_hot = f" (a one-hot target: {_one_hot_way(target, logits.dtype, ax)})"
