@@ -513,3 +513,25 @@ def test_check_dims_type_hints_resolve_at_run_time() -> None:
 
     hints = typing.get_type_hints(shapes.check_dims)
     assert set(hints) == {"shape", "actual", "what", "return"} and hints["what"] is str
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu", "libtorch_forward_cpu"])
+@pytest.mark.parametrize(("padding", "extent"), [(10**10, 20_000_000_003), (2**30, 2**31 + 3)])
+def test_a_conv_output_extent_beyond_int32_is_a_guard_error(profile: str, padding: int, extent: int) -> None:
+    """review199 F1: under fast_cpu, padding 2**30 on a length-3 signal escaped as torch's
+    ``RuntimeError`` ("Calculated output size per channel: (1 x -2147483645)", its 32-bit size
+    wrapped); checked_cpu tried to allocate it. Every profile refuses it before any allocation.
+    An empty batch computes nothing, and keeps torch's shape (the oracle: torch itself)."""
+    x, w = np.ones((1, 1, 3)), np.ones((1, 1, 1))
+    with pytest.raises(RuntimeError, match="Output size is too small"):  # the premise, torch's refusal
+        F.conv1d(torch.from_numpy(x), torch.from_numpy(w), padding=2**30)
+    with tl.session(profile=profile), pytest.raises(GuardError) as caught:
+        tl.conv(tl.tensor(x), tl.tensor(w), padding=padding)
+    assert str(caught.value) == (
+        f"conv: the output extent {extent} on spatial axis 0 is too large (accepted: at most 2147483647 = "
+        "2**31 - 1 for a non-empty batch; ATen's convolution kernels compute output sizes in 32-bit ints)"
+    )
+    empty = np.ones((0, 1, 3))
+    shape = F.conv1d(torch.from_numpy(empty), torch.from_numpy(w), padding=padding).shape
+    with tl.session(profile=profile):
+        assert tl.conv(tl.tensor(empty), tl.tensor(w), padding=padding).shape == tuple(shape)

@@ -399,7 +399,8 @@ def check_conv(
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_out, C_in/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in and
     C_out; stride >= 1, padding >= 0, dilation >= 1 (int or one per axis); effective kernel no
-    larger than the padded input; padded input and output element counts within int64.  Empty
+    larger than the padded input; each output extent at most 2**31 - 1 when N > 0 (ATen's
+    kernels compute it in 32-bit ints); padded input and output element counts within int64.  Empty
     axes: N may be 0, and then the spatial extents too (as PyTorch); C_in and every axis of w
     and b are >= 1 (C_in = 0 is refused although torch returns a 0-channel result).
     Returns the :class:`Window`.  Raises :class:`GuardError`.
@@ -429,6 +430,15 @@ def check_conv(
         _per_axis(op, "padding", padding, nd, 0),
         _per_axis(op, "dilation", dilation, nd, 1),
     )
+    for axis, extent in enumerate(window.output):
+        # ATen's kernels wrap such an output size (review199 F1); an empty batch computes nothing
+        if xs.shape[0] and extent > MAX_WINDOW_PARAMETER:
+            raise _fail(
+                op,
+                f"the output extent {extent} on spatial axis {axis} is too large (accepted: at most "
+                f"{MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; ATen's convolution kernels "
+                "compute output sizes in 32-bit ints)",
+            )
     check_numel(op, (xs.shape[0], c_out, *window.output), "output shape")
     return window
 
