@@ -991,7 +991,7 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
 ) -> None:
     """review123 F6: ``objective="cross_entropy"`` (the function is ``cross_entropy``, the label
     ``cross-entropy``) was refused naming only the known labels; the one meant is named too, as
-    for another case or a close spelling (review197 F3). A label near none keeps the original's
+    for another case or a typing slip (review197 F3). A label near none keeps the original's
     message alone."""
     from torchlean.trainer import Objective
 
@@ -1002,15 +1002,20 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
         BackendOp.parse("log-softmax")
     with pytest.raises(UnknownLabelError, match=r"; did you mean native-cuda\?$"):
         Provider.parse("native_cuda")
-    for label in ("Log_Softmax", "LOG-SOFTMAX", "log_softmax_", "logsoftmax"):
+    for label in ("Log_Softmax", "LOG-SOFTMAX", "log_sotfmax", "log_softmaxx"):  # case, a slip
         with pytest.raises(UnknownLabelError, match=r"; did you mean log_softmax\?$"):
             BackendOp.parse(label)
-    for label in ("bogus", "x", ""):
+    # review200 F1: torch's names of other ops are no typos of these (sign is not sin)
+    for label in ("bogus", "x", "", "log_softmax_", "sign", "tan", "elu", "log1p", "rsqrt", "relux"):
         with pytest.raises(UnknownLabelError) as caught:
             BackendOp.parse(label)
         assert "did you mean" not in str(caught.value)
     with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
-        profiles.get("checkd_cpu")
+        profiles.get("checkd_cpu")  # profile names take a close spelling too, on the same device
+    for name in ("fast_cuda", "checked_tpu"):
+        with pytest.raises(UnknownLabelError) as caught:
+            profiles.get(name)
+        assert "did you mean" not in str(caught.value)
     # review126 F5: profile names, and select's own message for a word that is neither
     with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
         profiles.get("checked-cpu")

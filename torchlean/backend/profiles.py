@@ -553,7 +553,7 @@ def get(name: str) -> BackendProfile:
         return _PROFILES[name]
     except KeyError:
         known = " | ".join(_PROFILES)
-        near = did_you_mean(name, names())
+        near = did_you_mean(name, names(), close=True)
         raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known}){near}") from None
 
 

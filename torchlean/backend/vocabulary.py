@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Self
 
 from torchlean.backend.display import name_shown
@@ -35,27 +35,47 @@ __all__ = [
 ]
 
 
-def did_you_mean(word: str, known: Iterable[str]) -> str:
+def did_you_mean(word: str, known: Iterable[str], *, close: bool = False) -> str:
     """``; did you mean <name>?`` when ``word`` is one of ``known`` with ``-`` and ``_`` swapped
     (the objective ``cross_entropy`` for ``cross-entropy``, the op ``log-softmax`` for
     ``log_softmax``, the profile ``checked-cpu`` for ``checked_cpu``: review123 F6, review126 F5),
-    in another case (``Relu``), or a close spelling (``relux``, ``checkd_cpu``: the closest of
-    :func:`difflib.get_close_matches` at ratio 0.75, case ignored; review197 F3), else ``""``: the
-    suffix of an unknown-label message."""
-    import difflib  # only on a refusal's path
+    in another case (``Relu``), or with a typing slip: two neighbouring letters swapped (``rleu``)
+    or one letter doubled (``matmull``); else ``""``: the suffix of an unknown-label message.
 
+    With ``close`` (profile and command names), also the closest name of
+    :func:`difflib.get_close_matches` at ratio 0.75, case ignored (``checkd_cpu``, ``trian``:
+    review197 F3), unless it names another device (``fast_cuda`` is no typo of ``fast_cpu``).
+    Op labels take no such guess: torch's own names sit one letter from other ops (``sign`` and
+    ``sin``, ``tan`` and ``tanh``, ``elu`` and ``relu``: review200 F1)."""
     names = list(known)
-    spellings = {word.replace("_", "-"), word.replace("-", "_")}
-    near = next((name for name in names if name in spellings), None)
+    folded = {name.lower(): name for name in names}
+    lowered = word.lower()
+    near = next((folded[k] for k in (lowered, lowered.replace("-", "_"), lowered.replace("_", "-"))
+                 if k in folded), None)
     if near is None:
-        folded = {name.lower(): name for name in names}
-        lowered = word.lower()
-        near = next((folded[k] for k in (lowered, lowered.replace("-", "_"), lowered.replace("_", "-"))
-                     if k in folded), None)
-        if near is None:
-            close = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.75)
-            near = folded[close[0]] if close else None
+        near = next((folded[k] for k in _slips(lowered) if k in folded), None)
+    if near is None and close:
+        import difflib  # only on a refusal's path
+
+        found = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.75)
+        if found and _devices(found[0]) == _devices(lowered):
+            near = folded[found[0]]
     return "" if near is None else f"; did you mean {near}?"
+
+
+def _slips(word: str) -> Iterator[str]:
+    """``word`` with two neighbouring letters swapped, or one doubled letter single: the typing
+    slips :func:`did_you_mean` undoes."""
+    for i in range(len(word) - 1):
+        if word[i] != word[i + 1]:
+            yield word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        else:
+            yield word[:i] + word[i + 1:]
+
+
+def _devices(name: str) -> set[str]:
+    """The device words (``cpu``, ``cuda``) among ``name``'s ``_``/``-``-separated parts."""
+    return {part for part in name.replace("-", "_").split("_") if part in ("cpu", "cuda")}
 
 
 class LabelledEnum(enum.Enum):

@@ -54,7 +54,7 @@ def near_command(word: str, commands: Sequence[str]) -> str:
     :func:`~torchlean.backend.vocabulary.did_you_mean` finds it; else ``""``."""
     from torchlean.backend.vocabulary import did_you_mean
 
-    return did_you_mean(word, commands)
+    return did_you_mean(word, commands, close=True)
 
 
 def _action(parser: argparse.ArgumentParser, option: str) -> argparse.Action | None:
