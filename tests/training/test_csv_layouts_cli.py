@@ -471,6 +471,10 @@ def test_numeric_class_names_are_quoted() -> None:
         (1.0000001, 1.0000002, ("1.0000001", "1.0000002")),  # 8 digits tell them apart
         (0.30000000000000004, 0.3, ("0.30000000000000004", "0.3")),  # only 17 do
         (float("nan"), 1.0, ("nan", "1.0")),
+        # review200 F2: a rounding boundary between close values; the printed difference is faithful
+        (1.0000005, 1.00000049999, ("1.0000005", "1.00000049999")),
+        (123456789.5, 123456789.25, ("123456789.5", "123456789.2")),
+        (1000014.2238531684, 0.1422385316854777, ("1000014", "0.1422385")),  # the README's example
     ],
 )
 def test_statistics_print_with_the_digits_that_tell_them_apart(

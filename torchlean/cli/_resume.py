@@ -1057,12 +1057,21 @@ def statistics_difference(dataset: data.Dataset, saved: checkpoint.Checkpoint) -
 
 def _told_apart(found: float, kept: float) -> tuple[str, str]:
     """``found`` and ``kept``, two values that differ, with the fewest significant digits that
-    print them apart (6 at least, and those before the point); a value those digits hold exactly
-    prints as ``repr`` does (``4.0``). A mean was shown with 17 digits where 6 tell it from the
-    checkpoint's (review195 F5)."""
-    whole = max((len(f"{abs(v):.0f}") for v in (found, kept) if math.isfinite(v)), default=0)
-    first = min(max(6, whole), 17)  # enough for the digits before the point: no 1.00001e+06
-    digits = next((n for n in range(first, 17) if f"{found:.{n}g}" != f"{kept:.{n}g}"), 17)
+    show their difference (6 at least, and those before the point): the printed values differ by
+    the true difference within half of it, so a rounding boundary between two close values does not
+    show ``1.000001`` against ``1`` for a difference of 1e-11 (review200 F2); a value those digits
+    hold exactly prints as ``repr`` does (``4.0``), a value that is not finite as ``repr``. A mean
+    was shown with 17 digits where 6 tell it from the checkpoint's (review195 F5)."""
+    if not (math.isfinite(found) and math.isfinite(kept)):
+        return repr(found), repr(kept)
+    whole = max(len(f"{abs(v):.0f}") for v in (found, kept))
+    difference = found - kept
+
+    def faithful(digits: int) -> bool:
+        shown = float(f"{found:.{digits}g}") - float(f"{kept:.{digits}g}")
+        return shown != 0.0 and abs(shown - difference) <= abs(difference) / 2
+
+    digits = next((n for n in range(min(max(6, whole), 17), 17) if faithful(n)), 17)
 
     def shown(value: float) -> str:
         text = f"{value:.{digits}g}"
