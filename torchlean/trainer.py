@@ -880,7 +880,9 @@ class Trainer(Generic[In, Out]):
         units) needs no second pass over ``x_val``. ``None`` before, for a ``fit`` without
         ``validation`` (each ``fit`` resets it) and for cross-entropy, whose logits are read a
         chunk at a time and not kept."""
-        if self.config.param_groups:  # a misspelt or overlapping group is refused here, not at fit
+        # a misspelt or overlapping group is refused here, not at fit; a model without parameters
+        # has no optimizer (fit and step refuse it, predict runs: review200 F4)
+        if self.config.param_groups and self.model.parameters:
             self._optimizer = self._create_optimizer()  # kept: a selection function runs once
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ Oracles: torch's optimizers in float64 given the same parameter groups (``[{"par
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 
@@ -428,3 +429,26 @@ def test_a_group_function_that_cannot_take_name_and_shape_is_refused_when_built(
         return len(args) == 2
 
     assert optim.group(flexible).selects("0.bias", (3,))
+
+
+def test_a_group_changed_by_replace_describes_itself_and_masked_betas_are_refused_by_name():
+    """review200 F3: a group built with betas= and replaced without beta2 raised KeyError from
+    describe(), which refusals call; F10: a masked betas entry was refused as "got None"."""
+    changed = dataclasses.replace(optim.group("w", betas=(0.8, 0.9)), overrides=(("beta1", 0.5),))
+    assert changed.describe() == "optim.group('w', beta1=0.5)"
+    with pytest.raises(optim.OptimizerError) as caught:
+        optim.adam(0.1, betas=np.ma.array([0.9, 0.99], mask=[0, 1]))
+    assert str(caught.value) == (
+        "optimizer: betas must be a pair of numbers, got a masked array with a masked entry"
+    )
+
+
+def test_a_model_without_parameters_builds_with_groups_and_predicts():
+    """review200 F4: with param_groups, a Trainer of a model without parameters could not be built
+    (create()'s empty-list refusal); it builds and predicts, and fit says why it cannot train."""
+    trainer = Trainer(nn.dropout(0.5), input_shape=(4,), config=RunConfig(optim.sgd(0.1),
+                      param_groups=[optim.group("w")]))
+    x = np.ones((2, 4), dtype=np.float32)
+    np.testing.assert_array_equal(trainer.predict(x), x)  # dropout is off in predict
+    with pytest.raises(TrainerError, match=r"^the model has no parameters to train \(dropout\(0\.5\)\)"):
+        trainer.fit(x, x, epochs=1)

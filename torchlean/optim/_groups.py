@@ -163,11 +163,11 @@ class ParamGroup:
         values = dict(self.overrides)
         parts = [shown_match]
         for key, value in self.overrides:
-            if written.get(key) == "betas":  # torch's one keyword for two fields, shown as written
+            if written.get(key) == "betas" and {"beta1", "beta2"} <= values.keys():  # one keyword, two fields
                 if key == "beta1":
                     parts.append(f"betas=({value!r}, {values['beta2']!r})")
                 continue
-            parts.append(f"{written.get(key, key)}={value!r}")
+            parts.append(f"{written.get(key, key) if written.get(key) != 'betas' else key}={value!r}")
         if self.frozen:
             parts.append("frozen=True")
         return f"optim.group({', '.join(parts)})"
@@ -277,6 +277,10 @@ def betas_pair(betas: object) -> tuple[Any, Any]:
 
     Raises:
         OptimizerError: anything else (a generator, a string, three values)."""
+    if isinstance(betas, np.ma.MaskedArray) and np.ma.is_masked(betas):  # tolist() gives None
+        raise OptimizerError(
+            "optimizer: betas must be a pair of numbers, got a masked array with a masked entry"
+        )
     values = betas.tolist() if isinstance(betas, np.ndarray) and betas.ndim == 1 else betas
     if not isinstance(values, tuple | list) or len(values) != 2:
         raise OptimizerError(
