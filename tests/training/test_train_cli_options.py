@@ -673,6 +673,8 @@ def test_a_file_option_given_twice_is_noted_and_the_last_applies(
         (["plan", "--profile", "checked_cpu", "relu", "--profile"], "--profile", False),  # last: no value
         (["train", "--epochs", "--lr", "1"], "--epochs", False),  # the value left out before an option
         (["train", "--epochs", "--lr=1"], "--epochs", False),
+        (["train", "--epochs", "--val-f", "0.2"], "--epochs", False),  # an abbreviation (review200 F5)
+        (["train", "--lr", "-1e-3", "--epochs", "2", "--lr"], "--lr", True),  # the first --lr failed
     ],
 )
 def test_the_dash_value_hint_only_where_a_dash_word_followed(

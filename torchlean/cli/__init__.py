@@ -16,9 +16,10 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import itertools
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any, NoReturn
@@ -169,17 +170,17 @@ class _Parser(argparse.ArgumentParser):
 
     def _dash_value(self, message: str) -> bool:
         """Whether the option that argparse's ``message`` (``argument --lr: expected one
-        argument``) names is followed, where it is last given in :attr:`words`, by a word that
-        starts with ``-`` and is none of this parser's options (``-1e-3``, ``-inf``), which argparse
-        read as an option rather than its value; an abbreviation (``--pro``) counts as the option."""
+        argument``) names is followed, at one of its places in :attr:`words`, by a word that starts
+        with ``-`` and is none of this parser's options nor an abbreviation of one (``-1e-3``,
+        ``-inf``), which argparse read as an option rather than its value; an abbreviation
+        (``--pro``) counts as the option (review200 F5)."""
         options = message.split()[1].rstrip(":").split("/")
         words = self.words[: self.words.index("--")] if "--" in self.words else self.words
-        given = [i for i, word in enumerate(words)
-                 if word in options or (word.startswith("--") and any(o.startswith(word) for o in options))]
-        if not given or given[-1] + 1 == len(words):
-            return False
-        following = words[given[-1] + 1].split("=", 1)[0]
-        return following.startswith("-") and following not in self._option_string_actions  # not --lr 1
+        return any(
+            _abbreviates(word, options) and following.startswith("-")
+            and not _abbreviates(following.split("=", 1)[0], self._option_string_actions)
+            for word, following in itertools.pairwise(words)
+        )
 
     def _dash_word_hint(self) -> str:
         """For a missing CHECKPOINT: the first word of :attr:`words` argparse set aside as an
@@ -241,6 +242,12 @@ class _Parser(argparse.ArgumentParser):
             option = message.split()[1].rstrip(":")
             message += f" (write {option}=VALUE for a value that starts with '-')"
         self.exit(2, f"error: {escaped(message)}\n")
+
+
+def _abbreviates(word: str, options: Iterable[str]) -> bool:
+    """Whether ``word`` is one of ``options`` or, as argparse reads ``--form`` for ``--format``, a
+    ``--`` prefix of one."""
+    return any(word == option or (word.startswith("--") and option.startswith(word)) for option in options)
 
 
 def _options_first(words: Sequence[str], options: tuple[str, ...], defined: tuple[str, ...]) -> list[str]:
