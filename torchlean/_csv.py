@@ -161,7 +161,7 @@ class Table:
         """The file line of the first data row."""
         return self.lines[0]
 
-    def column(self, label_column: object) -> int:
+    def column(self, label_column: object, *, header_note: bool = True) -> int:
         """The index of ``label_column``: ``None`` for the last column, an integer index (Python
         or numpy; negative counts from the end), or a header name used exactly once, else a
         string of an integer (``"2"``, ``"-1"``) as that index (the CLI's ``--label-column``); a
@@ -169,14 +169,17 @@ class Table:
 
         Raises:
             UnknownLabelError: an index out of range or an unknown name, naming the accepted ones,
-                and, when the first row was guessed to be a header, how it was read
-                (:attr:`header_note`, which explains names such as ``1 | 2 | x``: review198 F6).
+                and for an unknown name, when the first row was guessed to be a header and
+                ``header_note`` (a caller that printed it already passes False), how that row was
+                read (:attr:`header_note`, which explains names such as ``1 | 2 | x``: review198
+                F6, review200 F6).
             DataError: a name the header repeats (ambiguous), naming its columns.
         """
         try:
             return _label_index(self.shown_file, self.names, label_column, self.has_header)
         except UnknownLabelError as error:
-            if not (self.has_header and self.header_note):  # a guessed header names the columns
+            named = isinstance(label_column, str) and not DECIMAL_INTEGER.fullmatch(label_column.strip())
+            if not (header_note and named and self.has_header and self.header_note):
                 raise
             raise UnknownLabelError(f"{error}; {self.header_note}") from None
 

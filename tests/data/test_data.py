@@ -1010,6 +1010,10 @@ def test_an_unknown_label_column_of_a_guessed_header_says_how_the_first_row_was_
         "--no-header) if it is a data row with a text label"
     )
     assert data.load(path, label_column="column_2", header=False).class_names == ("x", "z")
+    for index in (5, "5"):  # review200 F6: an index out of range is no matter of the header
+        with pytest.raises(UnknownLabelError) as info:
+            data.load(path, label_column=index)
+        assert str(info.value) == f"unknown label column 5 in {path} (known: indices 0..2 or -3..-1)"
     named = _write(tmp_path, "a,b,y\n" + rows, "named.csv")
     with pytest.raises(UnknownLabelError) as info:
         data.load(named, label_column="column_2")

@@ -619,3 +619,19 @@ def test_a_resume_on_other_standard_input_is_refused_before_any_note_about_those
     reading, refusal = resumed.stderr.splitlines()  # the note on the resume itself, then the refusal
     assert reading.startswith(f"note: checkpoint {model}'s run read its data from standard input (-): ")
     assert refusal.startswith("error: the data of standard input (-) differ from those the run in ")
+
+
+def test_predict_says_the_guessed_header_once_beside_an_unknown_label_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review200 F6: predict printed the header note as a ``note:`` line, and the refusal of an
+    unknown label column repeated it."""
+    rows = "".join(f"{i},{i + 1},{'xz'[i % 2]}\n" for i in range(1, 41))
+    guessed = tmp_path / "g.csv"
+    guessed.write_text(rows)
+    model = tmp_path / "g.npz"
+    code, _, err = cli(capsys, "train", "--dataset", str(guessed), *RUN, "--save", str(model))
+    assert code == 0 and err.count("was read as a header") == 1, err
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(guessed), "--label-column", "column_2")
+    assert code == 2 and err.count("was read as a header") == 1, err
+    assert err.splitlines()[-1] == f"error: unknown label column column_2 in {guessed} (known: 1 | 2 | z)"

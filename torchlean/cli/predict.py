@@ -304,7 +304,7 @@ def _label_index(
         UnknownLabelError: an unknown column; DataError: an ambiguous name.
     """
     if text is not None:
-        return table.column(text), ""  # a header name, else an index ("0", "-1")
+        return table.column(text, header_note=False), ""  # a header name, else an index ("0", "-1")
     # a header cell named as the label column is the label, also in a file of the feature count of
     # columns (q1,q2,label for x1,x2,x3: a feature count mismatch, not "label is no number": review188
     # F1); a headerless file's column_<i> is a position, so a file of the feature count holds no
@@ -374,9 +374,9 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     label: int | None = None
     own = nfc(saved.label_column)
     if text is not None:
-        label = table.column(text)
+        label = table.column(text, header_note=False)  # its header note printed already
     elif own in first and own not in map(nfc, saved.feature_names):
-        label = table.column(saved.label_column)
+        label = table.column(saved.label_column, header_note=False)
     if label is not None and label in features:
         given, column = data.display_name(str(text)), data.display_name(table.shown(label))
         named = "" if given == column else f" (column {column})"
