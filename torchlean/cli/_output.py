@@ -328,10 +328,10 @@ def check_distinct(
 
 def shown_path(path: str | os.PathLike[str]) -> str:
     """``path`` as a line of the report prints it: as given, except that what standard output's
-    encoding cannot write is written as Python's backslash escape, as Python writes it on stderr:
-    a byte of a file name that is not UTF-8 (held as a lone surrogate: ``\\udcfd`` for the byte
-    0xfd), or under an ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character
-    (``\\xe9`` for ``é``). Printed as is, they raised ``UnicodeEncodeError`` after the command's
+    encoding cannot write is written as a backslash escape: a byte of a file name that is not
+    UTF-8 (held as a lone surrogate) as the byte, ``\\xfd`` for 0xfd (:func:`escaped`), or under an
+    ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character as Python writes it on
+    stderr (``\\xe9`` for ``é``, which then reads like the byte 0xe9: review200 F7). Printed as is, they raised ``UnicodeEncodeError`` after the command's
     work was done (the checkpoint saved, the run reported as failed). A character that is not
     printable (a line break, an escape character) is written as its backslash escape too
     (:func:`escaped`), so the path cannot split the line or reach the terminal (review103 F4)."""
