@@ -332,9 +332,10 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     UTF-8 (held as a lone surrogate) as the byte, ``\\xfd`` for 0xfd (:func:`escaped`), or under an
     ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character as Python writes it on
     stderr (``\\xe9`` for ``é``, which then reads like the byte 0xe9: review200 F7). Printed as
-    is, they raised ``UnicodeEncodeError`` after the command's work was done (the checkpoint saved, the run reported as failed). A character that is not
-    printable (a line break, an escape character) is written as its backslash escape too
-    (:func:`escaped`), so the path cannot split the line or reach the terminal (review103 F4)."""
+    is, they raised ``UnicodeEncodeError`` after the command's work was done (the checkpoint
+    saved, the run reported as failed). A character that is not printable (a line break, an
+    escape character) is written as its backslash escape too (:func:`escaped`), so the path
+    cannot split the line or reach the terminal (review103 F4)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     return escaped(os.fspath(path)).encode(encoding, "backslashreplace").decode(encoding)
 
