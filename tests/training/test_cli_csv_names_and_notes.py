@@ -559,7 +559,8 @@ def test_a_headerless_file_for_a_run_given_its_label_column_says_the_last_column
     """review194 F7: a run of header y,a,b given --label-column y read its label first; the same
     rows without a header take the last column as the label (the README's rule), and said nothing
     of it, so the refusal's --ignore-labels advice led to predictions from y and a. A note names the
-    rule and --label-column INDEX; a run not given its label column (the label last) has none."""
+    rule and --label-column INDEX; a run not given its label column, or given the last column's
+    index, has none."""
     rows = "".join(f"{i % 3},{i / 10:g},{(i * 7) % 11 / 10:g}\n" for i in range(60))
     first, bare = tmp_path / "first.csv", tmp_path / "bare.csv"
     first.write_text("y,a,b\n" + rows)
@@ -576,10 +577,11 @@ def test_a_headerless_file_for_a_run_given_its_label_column_says_the_last_column
     assert code == 0 and "accuracy=" in err and "taken as the label" not in err, err
     last = tmp_path / "last.csv"
     last.write_text("a,b,y\n" + "".join(f"{i / 10:g},{(i * 7) % 11 / 10:g},{i % 3}\n" for i in range(60)))
-    ok(capsys, "--dataset", str(last), *RUN, "--save", str(model))
     bare.write_text(last.read_text().split("\n", 1)[1])
-    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--no-header")
-    assert code == 0 and "accuracy=" in err and "note:" not in err, err
+    for given in ((), ("--label-column", "2"), ("--label-column", "-1")):  # the label last (review200 F8)
+        ok(capsys, "--dataset", str(last), *given, *RUN, "--save", str(model))
+        code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--no-header")
+        assert code == 0 and "accuracy=" in err and "note:" not in err, err
 
 
 def test_a_headerless_run_s_column_n_stays_index_n_by_default(

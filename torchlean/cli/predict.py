@@ -129,6 +129,7 @@ import numpy.typing as npt
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
 from torchlean._cells import names_listed, nfc
+from torchlean._checks import DECIMAL_INTEGER
 from torchlean._csv import reading, stdin_read_once
 from torchlean._rows import Rows
 from torchlean.autograd.grad_mode import no_grad
@@ -336,11 +337,16 @@ def _label_index(
 
 def _label_named(saved: checkpoint.Checkpoint) -> bool:
     """Whether the checkpoint's run may have read its label from another column than its file's
-    last: it was given ``--label-column`` (a setting the checkpoint lacks counts as given), or
-    the label column is a headerless file's ``column_<i>``. A checkpoint without its run's
+    last: it was given ``--label-column`` by a name or by an index other than the last column's
+    (``-1``, or the feature count: review200 F8; a setting the checkpoint lacks counts as a name),
+    or the label column is a headerless file's ``column_<i>``. A checkpoint without its run's
     settings (one saved from Python) says nothing of it: False."""
+    if saved.label_column.startswith("column_"):
+        return True
     given = None if saved.training is None else saved.training.settings.get("label_column", "")
-    return given is not None or saved.label_column.startswith("column_")
+    if isinstance(given, str) and DECIMAL_INTEGER.fullmatch(given.strip()):
+        return int(given) not in (-1, saved.features)
+    return given is not None
 
 
 def _trained_without_header(saved: checkpoint.Checkpoint) -> bool:
