@@ -395,7 +395,7 @@ def register(subparsers: Any) -> None:
     """Add ``capsules``, ``plan``, ``check``, ``select`` and ``explain`` to the ``torchlean`` parser."""
     capsules = subparsers.add_parser(
         "capsules",
-        help="list the capsule catalog, or what a profile can select",
+        help="list the capsule catalog, or the capsules a profile admits",
         description="Print the capsule catalog (all modules, opt-in libtorch and aten included) "
         "as an aligned table; with "
         "--profile, only the capsules that profile declares available and admits under its policy.",
