@@ -237,14 +237,16 @@ LISTED = 6
 """The most names a message lists whole; a longer list shows its first three and its last."""
 
 
-def names_listed(names: Sequence[str], *, counted: bool = True) -> str:
-    """``names`` as one line of a message: each as :func:`display_name` shows it, joined by
-    ``, ``; more than :data:`LISTED` elided to the first three, ``...`` and the last, with their
-    count unless the message says it already (``counted=False``): ``f0, f1, f2, ..., f19999
-    (20000 in all)``."""
+def names_listed(names: Sequence[str], *, counted: bool = True,
+                 show: Callable[[str], str] | None = None) -> str:
+    """``names`` as one line of a message: each as ``show`` shows it (default
+    :func:`display_name`), joined by ``, ``; more than :data:`LISTED` elided to the first three,
+    ``...`` and the last, with their count unless the message says it already (``counted=False``):
+    ``f0, f1, f2, ..., f19999 (20000 in all)``."""
+    show = display_name if show is None else show
     if len(names) <= LISTED:
-        return ", ".join(display_name(name) for name in names)
-    shown = [display_name(name) for name in (*names[:3], names[-1])]
+        return ", ".join(show(name) for name in names)
+    shown = [show(name) for name in (*names[:3], names[-1])]
     return f"{', '.join(shown[:3])}, ..., {shown[-1]}" + (f" ({len(names)} in all)" if counted else "")
 
 

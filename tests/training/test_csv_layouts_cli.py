@@ -461,6 +461,12 @@ def test_numeric_class_names_are_quoted() -> None:
             == "the checkpoint's class '0' is not among theirs")
     assert (_resume.first_name_difference("class", ["7", "1"], ["0", "1"])
             == "they name class 0 '7', where the checkpoint names it '0'")
+    # review200 F11: the lists of the same message quote them too
+    ours, theirs = [str(i) for i in range(1, 9)], [str(i) for i in range(7)]
+    assert _resume.first_name_difference("class", ours, theirs) == (
+        "they have 8 class names ('1', '2', '3', ..., '8'), the checkpoint 7 ('0', '1', '2', ..., '6'); the "
+        "checkpoint's class '0' is not among theirs"
+    )
 
 
 @pytest.mark.parametrize(

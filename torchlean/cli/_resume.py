@@ -981,8 +981,8 @@ def first_name_difference(what: str, ours: Sequence[str], theirs: Sequence[str])
     by_name = _by_name(what, ours, theirs)
     if len(ours) != len(theirs):
         plural = "name" if len(ours) == 1 else "names"
-        found = (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False)}), the "
-                 f"checkpoint {len(theirs)} ({names_listed(theirs, counted=False)})")
+        found = (f"they have {len(ours)} {what} {plural} ({names_listed(ours, counted=False, show=_named)}), "
+                 f"the checkpoint {len(theirs)} ({names_listed(theirs, counted=False, show=_named)})")
         # a list elided in the middle hides where the names part (review192 F4)
         if max(len(ours), len(theirs)) <= LISTED or by_name is None:
             return found
