@@ -123,7 +123,19 @@ class TrainerError(TorchLeanError, ValueError):
 class NonFiniteStepError(TrainerError):
     """``fit(stop_on_non_finite=True)`` met a step whose loss, new weights or new optimizer moments
     are not finite; its update was not stored (the message names the epoch, the minibatch and the
-    step; a note says when early stopping restored its best weights)."""
+    step; a note says when early stopping restored its best weights). Its attributes say the same
+    for a caller that words its own message (``torchlean train --stop-on-non-finite``): ``epoch``
+    and ``minibatch`` (from 0), ``step`` (from 1, over the trainer's lifetime), ``loss``, and
+    ``values`` and ``state_values``, the model's and the optimizer's values the update would have
+    made not finite, of the model's ``total``."""
+
+    epoch: int
+    minibatch: int
+    step: int
+    loss: float
+    values: int
+    state_values: int
+    total: int
 
 
 class TrainerLabelError(TrainerError, UnknownLabelError):
@@ -1493,10 +1505,10 @@ class Trainer(Generic[In, Out]):
                 "with weights (nn.linear, nn.conv2d, ...); predict and evaluate need none"
             )
 
-    def _update(self, x: Inputs, y: Targets, refuse_non_finite_at: str | None = None) -> float:
+    def _update(self, x: Inputs, y: Targets, refuse_non_finite_at: tuple[int, int] | None = None) -> float:
         """:meth:`step` on a minibatch already checked and cast by :meth:`_training_data`
         (:data:`Inputs` and :data:`Targets`, at least one row). With ``refuse_non_finite_at`` (the
-        step's place, ``epoch 3 minibatch 7``), a loss, new weights or new optimizer moments that
+        step's place, its epoch and minibatch from 0), a loss, new weights or new optimizer moments that
         are not finite raise :class:`NonFiniteStepError` before anything is stored
         (``fit(stop_on_non_finite=True)``)."""
         session = self.open()
@@ -1536,7 +1548,7 @@ class Trainer(Generic[In, Out]):
         return float(loss.numpy())
 
     def _refuse_non_finite(
-        self, loss: float, updated: Sequence[Array], state: Sequence[Array | None], where: str
+        self, loss: float, updated: Sequence[Array], state: Sequence[Array | None], where: tuple[int, int]
     ) -> None:
         """Raise :class:`NonFiniteStepError` when ``loss``, a value of the ``updated`` model or of
         the optimizer's new ``state`` (its moment buffers: an RMSprop second moment can overflow
@@ -1549,12 +1561,17 @@ class Trainer(Generic[In, Out]):
         total = sum(int(np.size(w)) for w in updated)
         found = f"the loss is {loss}" if not math.isfinite(loss) else "the loss is finite"
         of_state = f" and {bad_state} of the optimizer's state values" if bad_state else ""
-        raise NonFiniteStepError(
-            f"stop_on_non_finite: at {where}, step {self.steps_done + 1} (from 1), {found} and the update "
+        epoch, minibatch = where
+        error = NonFiniteStepError(
+            f"stop_on_non_finite: at epoch {epoch}, minibatch {minibatch} (both from 0, as on_batch's "
+            f"epoch), step {self.steps_done + 1} (from 1), {found} and the update "
             f"would make {bad} of the model's {total} values{of_state} not finite; it was not stored: the "
             f"model and the optimizer are those of the {_count(self.steps_done, 'step')} before it (lower "
             "the learning rate, or clip the gradients: RunConfig(max_grad_norm=...))"
         )
+        error.epoch, error.minibatch, error.step, error.loss = epoch, minibatch, self.steps_done + 1, loss
+        error.values, error.state_values, error.total = bad, bad_state, total
+        raise error
 
     def fit(
         self,
@@ -1768,8 +1785,7 @@ class Trainer(Generic[In, Out]):
                     if per_step is not None:
                         self._set_scheduled_lr(per_step, self._optimizer.steps)
                     # xs and ys are checked: no check per minibatch
-                    where = (f"epoch {epoch}, minibatch {minibatch} (both from 0, as on_batch's epoch)"
-                             if stop_on_non_finite else None)
+                    where = (epoch, minibatch) if stop_on_non_finite else None
                     loss = self._update(xb, yb, where)
                     total += loss * xb.shape[0]
                     count += xb.shape[0]

@@ -20,7 +20,7 @@ from torchlean import checkpoint, data, optim
 from torchlean.cli import main
 from torchlean.cli import train as train_module
 from torchlean.models import build_model
-from torchlean.trainer import Objective, RunConfig, Trainer
+from torchlean.trainer import NonFiniteStepError, Objective, RunConfig, Trainer
 
 HIDDEN = 4
 BASE = ("--dataset", "iris", "--hidden", str(HIDDEN), "--batch-size", "64", "--dtype", "float64")
@@ -686,3 +686,41 @@ def test_the_dash_value_hint_only_where_a_dash_word_followed(
     if hint:
         expected += f" (write {option}=VALUE for a value that starts with '-')"
     assert cli(capsys, *argv) == (2, "", expected + "\n")
+
+
+def test_stop_on_non_finite_stops_the_run_before_the_step_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--stop-on-non-finite`` is ``fit(stop_on_non_finite=True)`` on the command line: SGD at lr
+    1000 on iris overflows at epoch 1's last step (the premise: without the flag that epoch's loss
+    is not finite); the run stops before storing that step, exits 1 and writes neither the
+    checkpoint nor the record. A resumed run may be given the flag (it changes no number that a
+    finite run computes)."""
+    diverging = ("--dataset", "iris", "--optimizer", "sgd", "--lr", "1000", "--epochs", "3")
+    code, out, _ = cli(capsys, "train", *diverging)
+    first = next(line for line in out.splitlines() if line.startswith("epoch   1/3"))
+    assert code == 0 and not math.isfinite(float(first.split("loss=")[1]))
+    saved, record = tmp_path / "s.npz", tmp_path / "r.json"
+    code, out, err = cli(capsys, "train", *diverging, "--stop-on-non-finite", "--save", str(saved),
+                         "--report-json", str(record))
+    assert code == 1 and "epoch   1/3" not in out
+    assert err == (
+        "error: --stop-on-non-finite: at epoch 1/3, step 4/4 (step 4 of the run), the loss is inf; the run "
+        "stopped before storing that step, saved no checkpoint and wrote no record: lower --lr (now 1000) "
+        "or clip the gradients (--max-grad-norm N)\n"
+    )
+    assert not saved.exists() and not record.exists()
+    # the Python API stops at the same step, with the same fields
+    ds = data.load("iris")
+    layer, input_shape = build_model("mlp", ds.n_features, ds.n_classes, hidden=64)
+    trainer = Trainer(layer, objective=Objective.CROSS_ENTROPY, input_shape=input_shape,
+                      config=RunConfig(optimizer=optim.sgd(1000.0)))
+    with pytest.raises(NonFiniteStepError) as caught:
+        trainer.fit(ds.x_train, ds.y_train, epochs=3, batch_size=32, stop_on_non_finite=True)
+    assert (caught.value.epoch, caught.value.minibatch, caught.value.step) == (0, 3, 4)
+    assert trainer.steps_done == 3
+    # a resumed run takes the flag from its own command line
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--save", str(saved))
+    assert code == 0, err
+    code, out, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "2", "--stop-on-non-finite")
+    assert code == 0 and "epoch   2/2" in out, err

@@ -90,7 +90,8 @@ __all__ = [
     "read_elsewhere", "recorded_as", "register", "setting_refusal",
 ]
 
-FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume")
+FREE = ("epochs", "save", "report_json", "torch_threads", "show_backend", "kernel_times", "resume",
+        "stop_on_non_finite")
 """The options of ``torchlean train`` that are not the run's settings: a resumed run takes them
 from its own command line (``--epochs``: the new total)."""
 

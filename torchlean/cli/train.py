@@ -168,7 +168,7 @@ from torchlean.cli._validation import (
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import Layer, ShapeError
 from torchlean.nn.model import Model
-from torchlean.trainer import ExecutionMode, Objective, RunConfig, Trainer
+from torchlean.trainer import ExecutionMode, NonFiniteStepError, Objective, RunConfig, Trainer
 
 __all__ = ["MAX_TORCH_THREADS", "register", "run"]
 
@@ -287,6 +287,11 @@ def register(subparsers: Any) -> None:
                         help="clip each step's gradients to total 2-norm N before the update, as "
                         "torch.nn.utils.clip_grad_norm_ (a finite number >= 0; default: no clipping); "
                         "each epoch's line then ends with its last step's norm before clipping")
+    parser.add_argument("--stop-on-non-finite", action="store_true",
+                        help="stop the run at the first step whose loss, new weights or new optimizer "
+                        "state are not finite, before that update is stored (Keras' TerminateOnNaN, "
+                        "but before the harm): exit status 1, nothing saved; without it a diverging "
+                        "run trains on into NaN, as torch's does, with a warning")
     parser.add_argument("--label-smoothing", type=_smoothing, default=0.0, metavar="S",
                         help="classification only: mix each target with the uniform distribution over "
                         "the classes, (1 - S) * target + S / classes, as torch's cross_entropy("
@@ -939,6 +944,27 @@ def _check_model_fits(args: argparse.Namespace, layer: Any, optimizer: optim.Opt
     )
 
 
+def _non_finite_stop(error: NonFiniteStepError, args: argparse.Namespace, steps: int) -> str:
+    """The ``error:`` line of a run that ``--stop-on-non-finite`` stopped (the trainer's
+    :class:`~torchlean.trainer.NonFiniteStepError`, in the command line's words: epochs and steps
+    from 1, what was not finite, what is not written, the options to change)."""
+    found = [f"the loss is {error.loss}"] if not math.isfinite(error.loss) else []
+    if error.values:
+        found.append(f"the update would make {error.values} of the model's {error.total} values not finite")
+    if error.state_values:
+        found.append(f"{error.state_values} of the optimizer's state values not finite")
+    done = ["stopped before storing that step"]
+    outputs = (("saved no checkpoint", args.save), ("wrote no record", args.report_json))
+    done += [what for what, given in outputs if given is not None]
+    clip = "" if args.max_grad_norm is not None else " or clip the gradients (--max-grad-norm N)"
+    return (
+        f"error: --stop-on-non-finite: at epoch {error.epoch + 1}/{args.epochs}, step "
+        f"{error.minibatch + 1}/{steps} (step {error.step} of the run), {' and '.join(found)}; the run "
+        f"{', '.join(done[:-1]) + ' and ' + done[-1] if len(done) > 1 else done[0]}: lower --lr "
+        f"(now {args.lr:g}){clip}"
+    )
+
+
 def _divergence(loss: float, held_out: Validation | None, trainer: Trainer[Any, Any]) -> str | None:
     """What shows an epoch diverged, for ``train``'s warning: its mean training loss not finite;
     else its validation loss; else the weights after its last update (a step's loss is taken
@@ -1150,6 +1176,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
     kernel_times = profiler.profile() if args.kernel_times else None
     faster = "; --profile fast_cpu runs on torch's kernels, several times faster"
     pace = _pace.EpochPace(steps, faster if profile.name == "checked_cpu" else "")
+    stopped_at: NonFiniteStepError | None = None
     with contextlib.nullcontext() if kernel_times is None else kernel_times:  # --kernel-times
         for epoch in range(trainer.epochs_done, args.epochs):  # resumed: from the epoch after the saved ones
             with tqdm(total=steps, desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", leave=False,
@@ -1165,10 +1192,17 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
 
                 # one epoch per call: fit numbers epochs over the trainer's lifetime, so the schedule
                 # gets this loop's epoch
-                (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
-                                      on_batch=advance, lr_schedule=scheduled,
-                                      schedule_by="step" if schedule.by_step else "epoch",
-                                      validation=None if held_out is None else held_out.data)
+                try:
+                    (loss,) = trainer.fit(dataset.x_train, y_train, epochs=1, batch_size=args.batch_size,
+                                          on_batch=advance, lr_schedule=scheduled,
+                                          schedule_by="step" if schedule.by_step else "epoch",
+                                          validation=None if held_out is None else held_out.data,
+                                          stop_on_non_finite=args.stop_on_non_finite)
+                except NonFiniteStepError as error:
+                    stopped_at = error
+            if stopped_at is not None:
+                print(_non_finite_stop(stopped_at, args, steps), file=sys.stderr, flush=True)
+                return 1
             losses.append(loss)
             grad_norms.append(trainer.grad_norm)
             norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
