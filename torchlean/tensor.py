@@ -348,20 +348,24 @@ class Tensor:
         return {name: getattr(self, name) for name in Tensor.__slots__ if name != "__weakref__"}
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
-        """What ``pickle`` keeps: the values and ``requires_grad``, as torch pickles a tensor; not
-        the tape node (a tensor with a tape history arrives as a leaf, as torch's does) nor
-        :attr:`produced_by`'s kernel (minted by the gate of this process, never pickled).
+        """What ``pickle`` keeps: the values, ``requires_grad`` and ``.grad`` (torch's pickle drops
+        the gradient: review202 F7); not the tape node (a tensor with a tape history arrives as a
+        leaf, as torch's does) nor :attr:`produced_by`'s kernel (minted by the gate of this
+        process, never pickled).
         :meth:`__copy__` and :meth:`__deepcopy__` do not use it."""
         state = self._slots()
         state["_node"], state["_producer"], state["_produced_at"] = None, None, 0
         return None, state
 
     def __copy__(self) -> Tensor:
-        """``copy.copy``: a tensor sharing this one's storage, version counter and tape node (the
-        default for the slots) and keeping :attr:`produced_by`."""
+        """``copy.copy``: a leaf sharing this one's storage and version counter, with its
+        ``requires_grad``, no gradient and no tape node, as torch's copy of a tensor (review202
+        F1: the copy shared ``.grad``, so its backward added into the original's, and a copy of a
+        made tensor sent gradients to the leaves), keeping :attr:`produced_by`."""
         clone = Tensor.__new__(Tensor)
         for name, value in self._slots().items():
             setattr(clone, name, value)
+        clone._grad, clone._node = None, None
         return clone
 
     def __deepcopy__(self, memo: dict[int, object]) -> Tensor:

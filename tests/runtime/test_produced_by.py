@@ -139,7 +139,9 @@ def test_copies_keep_it_and_pickling_drops_it() -> None:
     for clone in (copy.copy(recorded), copy.copy(plain), copy.deepcopy(plain)):
         assert clone.produced_by is exp
         np.testing.assert_array_equal(clone.numpy(), np.exp(np.arange(3.0)))
-    assert copy.copy(recorded).grad_fn == "exp"  # a shallow copy shares the tape node, as the slots
+    # a shallow copy is a leaf, as torch's (review202 F1: it shared the tape node and .grad)
+    shallow = copy.copy(recorded)
+    assert shallow.grad_fn is None and shallow.requires_grad and shallow.grad is None
     deep = copy.deepcopy(plain)
     assert deep is not plain and not np.shares_memory(deep.numpy(), plain.numpy())
     with tl.no_grad():
@@ -183,3 +185,22 @@ def test_numpy_views_cannot_be_made_writable_behind_its_back() -> None:
             view.flags.writeable = True
     assert np.shares_memory(y.numpy(), y.numpy())  # still a view, no copy
     assert y.produced_by is not None
+
+
+def test_a_shallow_copy_is_a_leaf_with_its_own_gradient_as_torch_s() -> None:
+    """review202 F1: ``copy.copy(x)`` shared ``x.grad``, so a backward through the copy added into
+    the original's gradient ([12, 14] where torch gives [2, 4]), and a copy of a made tensor sent
+    gradients to its leaves. Oracle: torch's copy.copy, run beside it."""
+    import torch
+
+    results = []
+    for make in (tl.tensor, torch.tensor):
+        x = make(np.array([1.0, 2.0]), requires_grad=True)
+        (x * x).sum().backward()
+        z = copy.copy(x)
+        (z * 10.0).sum().backward()
+        leaf = make(np.array([1.0, 2.0]), requires_grad=True)
+        made = copy.copy(leaf * 3.0)
+        (made * made).sum().backward()
+        results.append((x.grad.tolist(), z.grad.tolist(), leaf.grad, made.grad.tolist()))
+    assert results[0] == results[1] == ([2.0, 4.0], [10.0, 10.0], None, [6.0, 12.0])
