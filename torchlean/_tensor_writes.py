@@ -249,9 +249,11 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     check_writable(t, "item assignment")
     from torchlean import functional as F
 
-    for item in F._index_tuple(index):
+    items, changed = list(F._index_tuple(index)), False
+    for position, item in enumerate(items):
         if isinstance(item, slice):
-            F._check_slice(item, index)
+            items[position] = F._check_slice(item, index)
+            changed = changed or items[position] is not item
         elif F._is_uint8_index(item):
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds uint8 "
@@ -260,6 +262,8 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
                 "with .astype(bool) for a mask or .astype(np.int64) for positions, a torch tensor "
                 "with .bool() or .long()"
             )
+    if changed:  # slice bounds as integers (a 0-d array or tensor bound: review202 F2)
+        index = tuple(items)
     data = t._data
     source = written_values(
         t,

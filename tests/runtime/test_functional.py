@@ -752,7 +752,9 @@ def test_getitem_refuses_slice_bounds_that_are_not_integers(index: Any, shown: s
         x[index]
     assert isinstance(info.value, TypeError)
     assert str(info.value).startswith(f"slice bounds must be integers or None; got {shown} (index ")
-    assert str(info.value).endswith("; accepted: Python or numpy integers, None)")
+    assert str(info.value).endswith(
+        "; accepted: Python or numpy integers, 0-d integer arrays or tensors, objects with __index__, None)"
+    )
     if "bool" not in shown:  # torch refuses them too; it reads a bool bound as 0 or 1, which the
         with pytest.raises(TypeError):  # module's rule for integer parameters refuses
             torch.ones(2, 3)[index]
@@ -992,3 +994,28 @@ def test_safe_log_eps_zero_names_the_domain_not_a_rounding() -> None:
     message = r"^safe_log: eps = 0.0 is not accepted \(accepted: a finite eps > 0\)$"
     with pytest.raises(GuardError, match=message):
         tl.safe_log(tl.tensor(np.zeros(2)), eps=0.0)
+
+
+class _Two:
+    """An object with ``__index__``, as torch and numpy take one for an integer."""
+
+    def __index__(self) -> int:
+        return 2
+
+
+@pytest.mark.parametrize("bound", [np.array(2), np.array(2, np.int32), "tl", "torch", _Two()],
+                         ids=["int64-array", "int32-array", "tl-tensor", "torch-tensor", "__index__"])
+def test_slice_bounds_take_what_an_integer_index_takes(bound: Any) -> None:
+    """review202 F2: ``t[np.array(2)]`` was taken and ``t[np.array(2):]`` refused; a slice bound
+    takes what an integer index takes, as torch and numpy do. Oracle: torch's slicing and item
+    assignment with the same bound."""
+    value = tl.tensor(np.array(2)) if bound == "tl" else torch.tensor(2) if bound == "torch" else bound
+    oracle = torch.arange(6.0, dtype=torch.float64)
+    t = tl.tensor(np.arange(6.0))
+    for index in (slice(value, None), slice(None, value), slice(None, None, value), slice(0, 5, value)):
+        torch_index = slice(*(2 if part is value else part for part in (index.start, index.stop, index.step)))
+        assert t[index].tolist() == oracle[torch_index].tolist()
+    written, expected = tl.tensor(np.arange(6.0)), oracle.clone()
+    written[value:] = 9.0
+    expected[2:] = 9.0
+    assert written.tolist() == expected.tolist()

@@ -49,12 +49,14 @@ def _index_tuple(index: Any) -> tuple[Any, ...]:
     return index if isinstance(index, tuple) else (index,)
 
 
-def _check_slice(item: builtins.slice, index: Any) -> None:
-    """Refuse a slice of ``index`` that torchlean does not take, before Python's
+def _check_slice(item: builtins.slice, index: Any) -> builtins.slice:
+    """``item``, a slice of ``index``, with Python integer bounds, or its refusal before Python's
     ``slice.indices`` would raise its own ``TypeError``/``ValueError``: bounds and step must be
-    Python or numpy integers or ``None`` (floats and bools are refused rather than truncated), and
-    the step positive (torch refuses a negative or zero step too, with a ``ValueError``). Shared
-    by :func:`getitem` and item assignment (:meth:`Tensor.__setitem__`).
+    integers or ``None``, as an integer index is one (a Python or numpy integer, a 0-d integer
+    array or tensor, an object with ``__index__``: :func:`_integer_index`, as torch and numpy take
+    them; review202 F2), floats and bools refused rather than truncated, and the step positive
+    (torch refuses a negative or zero step too, with a ``ValueError``). Shared by :func:`getitem`
+    and item assignment (:meth:`Tensor.__setitem__`).
 
     Raises:
         TensorTypeError: a bound or step that is not an integer or None (``slice bounds must be
@@ -67,19 +69,26 @@ def _check_slice(item: builtins.slice, index: Any) -> None:
         and (stop is None or type(stop) is int)
         and (step is None or (type(step) is int and step >= 1))
     ):
-        return
+        return item
+    bounds: list[int | None] = []
     for part, value in (("start", start), ("stop", stop), ("step", step)):
-        if value is not None and not is_builtin_or_numpy_int(value):
+        if value is None or is_builtin_or_numpy_int(value):
+            bounds.append(None if value is None else int(value))
+            continue
+        position = _integer_index(value)
+        if position is None:
             raise TensorTypeError(
                 f"slice bounds must be integers or None; got {shown(value)} of type "
                 f"{type(value).__name__} as the {part} of {item!r} (index {index!r}; accepted: Python "
-                "or numpy integers, None)"
+                "or numpy integers, 0-d integer arrays or tensors, objects with __index__, None)"
             )
-    if item.step is not None and item.step < 1:
+        bounds.append(position)
+    if bounds[2] is not None and bounds[2] < 1:
         raise TensorError(
             f"negative or zero slice steps are not supported (index {index!r}; accepted: a step of "
             "at least 1, or None)"
         )
+    return builtins.slice(*bounds)
 
 
 _TORCH_INT_DTYPES = frozenset(
@@ -248,7 +257,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
                 raise _unsupported_index(item, x)
             item = position  # torch takes each as an integer index
         if isinstance(item, builtins.slice):
-            _check_slice(item, index)
+            item = _check_slice(item, index)
             start, stop, step = item.indices(extent)
             stop = builtins.max(stop, start)
             starts.append(start)
