@@ -772,7 +772,15 @@ class Tensor:
             TensorError: the tensor requires grad (as torch's ``__array__`` refuses): numpy would
                 compute on the values and silently drop the tape history; :meth:`numpy` (an
                 explicit read-only view) or :meth:`detach` say that no gradient is wanted.
+            ValueError: ``copy=False`` (numpy 2's "never copy"), which this copy cannot honour:
+                writes to the array would silently miss the tensor, as torch raises too
+                (review202 F3); :meth:`numpy` gives a read-only view.
         """
+        if copy is False:
+            raise ValueError(
+                "np.asarray(t, copy=False) / np.array(t, copy=False): a tensor's values reach numpy as a "
+                "copy, so a copy cannot be avoided; call t.numpy() for a read-only view of them"
+            )
         if self._requires_grad:
             raise TensorError(
                 f"numpy cannot convert a tensor that requires grad (shape {self.shape}) implicitly "

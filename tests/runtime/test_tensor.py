@@ -1417,3 +1417,17 @@ def test_unary_plus_is_the_tensor_itself_as_in_torch() -> None:
         +torch.tensor([True])  # the premise
     with pytest.raises(TensorTypeError, match=r"^the \+ operator on a bool tensor is not supported"):
         +tl.tensor([True])
+
+
+def test_numpy_s_never_copy_is_refused_as_torch_refuses_it() -> None:
+    """review202 F3: ``np.asarray(t, copy=False)`` returned a copy, whose writes silently missed
+    the tensor; numpy 2's contract (and torch) raise ``ValueError`` where a copy is needed."""
+    import torch
+
+    t = tl.tensor(np.zeros(3))
+    with pytest.raises(ValueError, match=r"call t\.numpy\(\) for a read-only view"):
+        np.asarray(t, copy=False)
+    with warnings.catch_warnings(), pytest.raises(ValueError):  # the oracle: torch's tensor, the same call
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13's __array__ takes no copy=
+        np.asarray(torch.zeros(3, dtype=torch.float64), copy=False)
+    assert np.asarray(t).tolist() == np.array(t, copy=True).tolist() == [0.0, 0.0, 0.0]
