@@ -14,7 +14,7 @@ from __future__ import annotations
 from torchlean._checks import shown
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["DeviceError", "DimensionError", "TensorError", "TensorTypeError"]
+__all__ = ["DeviceError", "DimensionError", "TensorError", "TensorIndexError", "TensorTypeError"]
 
 
 class TensorError(TorchLeanError, ValueError):
@@ -27,6 +27,14 @@ class TensorTypeError(TensorError, TypeError):
     """An argument of the wrong kind: a non-Tensor operand where a tensor is required, a
     non-numeric constant, or a non-integer axis or shape entry (also a ``TypeError``, as torch
     raises for these)."""
+
+    __module__ = "torchlean.tensor"
+
+
+class TensorIndexError(TensorError, IndexError):
+    """An index out of its axis's range, or more indices than the tensor has axes: a
+    :class:`TensorError` that is also the ``IndexError`` torch, numpy and Python sequences raise,
+    so ported ``except IndexError`` code catches it (review202 F4)."""
 
     __module__ = "torchlean.tensor"
 

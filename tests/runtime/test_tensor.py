@@ -1431,3 +1431,16 @@ def test_numpy_s_never_copy_is_refused_as_torch_refuses_it() -> None:
         warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13's __array__ takes no copy=
         np.asarray(torch.zeros(3, dtype=torch.float64), copy=False)
     assert np.asarray(t).tolist() == np.array(t, copy=True).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("index", [2, -3, (0, 0)], ids=["past-end", "before-start", "too-many"])
+def test_an_index_out_of_range_is_an_index_error_as_torch_s(index: object) -> None:
+    """review202 F4: an out-of-range index (or more indices than axes) was a ``TensorError``, a
+    ``ValueError``, where torch, numpy and Python sequences raise ``IndexError``; it is both."""
+    import torch
+
+    with pytest.raises(IndexError):  # the oracle
+        torch.zeros(2)[index]
+    with pytest.raises(IndexError) as caught:
+        tl.tensor(np.zeros(2))[index]
+    assert isinstance(caught.value, tl.TensorError)

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
 from torchlean._tensor_args import _UNSET, _Unset
-from torchlean._tensor_errors import _preview, _type_name
+from torchlean._tensor_errors import TensorIndexError, _preview, _type_name
 from torchlean.autograd.session import run_op
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _is_array_data, _require_tensor
@@ -233,7 +233,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         raise TensorError("an index can only have a single ellipsis ('...')")
     consuming = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
     if consuming > x.ndim:
-        raise TensorError(f"too many indices for a tensor of rank {x.ndim}: {index!r}")
+        raise TensorIndexError(f"too many indices for a tensor of rank {x.ndim}: {index!r}")
     expanded: list[Any] = []
     for item in items:
         if item is Ellipsis:
@@ -267,7 +267,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         elif is_builtin_or_numpy_int(item):
             position = int(item)
             if not -extent <= position < extent:
-                raise TensorError(f"index {position} is out of range for axis {axis} with extent {extent}")
+                raise TensorIndexError(
+                    f"index {position} is out of range for axis {axis} with extent {extent}"
+                )
             position %= extent
             starts.append(position)
             stops.append(position + 1)
