@@ -1444,3 +1444,21 @@ def test_an_index_out_of_range_is_an_index_error_as_torch_s(index: object) -> No
     with pytest.raises(IndexError) as caught:
         tl.tensor(np.zeros(2))[index]
     assert isinstance(caught.value, tl.TensorError)
+
+
+def test_a_python_bool_operand_of_minus_is_refused_as_torch_refuses_it() -> None:
+    """review202 F6: ``t - True`` and ``True - t`` were computed (True as 1); torch refuses them
+    ("Subtraction, the `-` operator, with a bool tensor is not supported"). A numpy bool, which
+    torch reaches through numpy, is taken as torch takes it; ``+`` takes a bool, as torch's does."""
+    import torch
+
+    t, oracle = tl.tensor(np.array([1.5])), torch.tensor([1.5], dtype=torch.float64)
+    for compute in (lambda v: v - True, lambda v: True - v):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            compute(oracle)
+        with pytest.raises(TensorTypeError, match=r"^sub: a bool operand of `-` is refused, as torch"):
+            compute(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch's __array_wrap__ under numpy 2
+        assert (t - np.bool_(True)).tolist() == (oracle - np.bool_(True)).tolist() == [0.5]
+    assert (t + True).tolist() == (oracle + True).tolist() == [2.5]

@@ -14,7 +14,7 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import Operand, _constant, _factor, _is_number, _pair
 from torchlean.functional._params import _real
-from torchlean.tensor import RealLike, Tensor
+from torchlean.tensor import RealLike, Tensor, TensorTypeError
 
 
 def add(a: Operand, b: Operand) -> Tensor:
@@ -54,8 +54,14 @@ def sub(a: Operand, b: Operand) -> Tensor:
         GuardError: an int64 or bool operand; operands of different dtypes (float32 and float64
             are not promoted); shapes that do not broadcast.
         TensorTypeError, TensorError, DeviceError: as :func:`add` (a non-numeric constant;
-            no Tensor operand or an integer that does not fit; devices that differ).
+            no Tensor operand or an integer that does not fit; devices that differ); a Python
+            ``bool`` operand, as torch refuses ``t - True`` (review202 F6).
     """
+    if isinstance(a, bool) or isinstance(b, bool):
+        raise TensorTypeError(
+            "sub: a bool operand of `-` is refused, as torch refuses it (to invert a mask, use ~ or "
+            "logical_not; for the number, write 1.0 or 0.0)"
+        )
     x, y = _pair(a, b)
     return run_op(BackendOp.SUB, (x, y), {})
 
