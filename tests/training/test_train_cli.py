@@ -991,7 +991,8 @@ def test_weights_that_are_not_finite_after_an_epoch_warn_though_its_loss_was_fin
     assert code == 0
     assert err.splitlines()[0] == (
         "warning: the weights are not finite after the epoch's last update (16 of 55 values) at epoch 1; "
-        "lower --lr (now 0.005) or --weight-decay (now 0.01) or try another --optimizer (now adam)"
+        "lower --lr (now 0.005) or --weight-decay (now 0.01) or try another --optimizer (now adam); "
+        "--stop-on-non-finite stops a run at its first step that is not finite"
     )
 
 
@@ -1006,7 +1007,7 @@ def test_a_non_finite_loss_warns_once_and_the_run_completes(capsys, tmp_path, da
     rows, weights = (30, 55) if dataset == "iris" else (89, 69)
     assert err == (
         "warning: the training loss is not finite (nan) at epoch 1; lower --lr (now 1e+30) or try another "
-        "--optimizer (now sgd)\n"
+        "--optimizer (now sgd); --stop-on-non-finite stops a run at its first step that is not finite\n"
         f"warning: {rows} of {rows} test rows have no prediction: their model outputs are not finite because "
         f"the weights are not finite ({weights} of {weights} values; the training diverged)\n"
     )
