@@ -546,3 +546,23 @@ def test_the_conv_guard_refuses_x_and_w_of_different_ranks_in_its_own_words() ->
         r"\(accepted: x of w's rank 4, \(N, C_in, 2 spatial axes\)\)$",
     ):
         og.check_conv_operands(_z(1, 2, 6), _z(4, 2, 3, 3), None, (1,), (0,), (1,), 1)
+
+
+def test_the_native_conv_guards_bound_the_32_bit_spans_as_the_cpu_ones() -> None:
+    """review201 F1: the CUDA profiles' conv guards lacked the CPU guards' bounds on what ATen
+    computes in 32-bit ints (the span of a convolution, the effective kernel of a transpose); both
+    refuse it in the same words (the guards run on CPU tensors too)."""
+    from torchlean.backend.providers.reference import spatial_guards
+
+    x = torch.ones(1, 1, 5, dtype=torch.float64)
+    w = torch.ones(1, 1, 3, dtype=torch.float64)
+    with pytest.raises(GuardError) as native:
+        og.check_conv_operands(x, w, None, [8589934593], [2**31], [5], 1)
+    with pytest.raises(GuardError) as reference:
+        spatial_guards.check_conv(x.numpy(), w.numpy(), stride=8589934593, padding=2**31, dilation=5)
+    assert str(native.value) == f"native_cuda.{reference.value}"  # the op named by its provider
+    assert "input + 2*padding - dilation*(kernel - 1) - 1 = 4294967290" in str(native.value)
+    x, w = torch.ones(1, 1, 3, dtype=torch.float64), torch.ones(1, 1, 2, dtype=torch.float64)
+    with pytest.raises(GuardError) as native:
+        og.check_conv_operands(x, w, None, [1], [1073741797], [2**31 - 1], 1, output_padding=[0])
+    assert "dilation*(kernel - 1) + 1 = 2147483648 on spatial axis 0 is too large" in str(native.value)

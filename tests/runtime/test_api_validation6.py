@@ -515,23 +515,72 @@ def test_check_dims_type_hints_resolve_at_run_time() -> None:
     assert set(hints) == {"shape", "actual", "what", "return"} and hints["what"] is str
 
 
+def _torch_wrong(call: Callable[[], torch.Tensor], extent: int) -> bool:
+    """Whether torch's CPU convolution ``call`` fails, or returns another extent than ``extent``,
+    the one its sizes give in exact arithmetic."""
+    try:
+        return call().shape[-1] != extent
+    except RuntimeError:
+        return True
+
+
+_SPANS = [  # (x length, kernel, conv keywords, the span n + 2p - d(k-1) - 1, the exact output extent)
+    (3, 1, {"padding": 10**10}, 20_000_000_002, 20_000_000_003),
+    (3, 1, {"padding": 2**30}, 2**31 + 2, 2**31 + 3),
+    (5, 3, {"stride": 8589934593, "padding": 2**31, "dilation": 5}, 2**32 - 6, 1),  # review201 F1
+    (1, 1, {"stride": 2**40, "padding": 2**31 - 4}, 2**32 - 8, 1),
+]
+
+
 @pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu", "libtorch_forward_cpu"])
-@pytest.mark.parametrize(("padding", "extent"), [(10**10, 20_000_000_003), (2**30, 2**31 + 3)])
-def test_a_conv_output_extent_beyond_int32_is_a_guard_error(profile: str, padding: int, extent: int) -> None:
-    """review199 F1: under fast_cpu, padding 2**30 on a length-3 signal escaped as torch's
-    ``RuntimeError`` ("Calculated output size per channel: (1 x -2147483645)", its 32-bit size
-    wrapped); checked_cpu tried to allocate it. Every profile refuses it before any allocation.
-    An empty batch computes nothing, and keeps torch's shape (the oracle: torch itself)."""
-    x, w = np.ones((1, 1, 3)), np.ones((1, 1, 1))
-    with pytest.raises(RuntimeError, match="Output size is too small"):  # the premise, torch's refusal
-        F.conv1d(torch.from_numpy(x), torch.from_numpy(w), padding=2**30)
+@pytest.mark.parametrize(("n", "k", "keywords", "span", "extent"), _SPANS)
+def test_a_conv_span_beyond_int32_is_a_guard_error(
+    profile: str, n: int, k: int, keywords: dict[str, int], span: int, extent: int
+) -> None:
+    """review199 F1, review201 F1: under fast_cpu, ``input + 2*padding - dilation*(kernel - 1) -
+    1`` beyond 2**31 - 1 escaped as torch's ``RuntimeError`` ("Calculated output size ... -2147483645",
+    its 32-bit arithmetic wrapped) or, with a stride, gave a wrong (empty) shape; checked_cpu tried
+    to allocate it. Every profile refuses it. The oracle: torch itself, failing or wrong on it (the
+    stride cases only: the others would allocate gigabytes)."""
+    x, w = np.ones((1, 1, n)), np.ones((1, 1, k))
+    if "stride" in keywords:
+        assert _torch_wrong(lambda: F.conv1d(torch.from_numpy(x), torch.from_numpy(w), **keywords), extent)
     with tl.session(profile=profile), pytest.raises(GuardError) as caught:
-        tl.conv(tl.tensor(x), tl.tensor(w), padding=padding)
+        tl.conv(tl.tensor(x), tl.tensor(w), **keywords)
     assert str(caught.value) == (
-        f"conv: the output extent {extent} on spatial axis 0 is too large (accepted: at most 2147483647 = "
-        "2**31 - 1 for a non-empty batch; ATen's convolution kernels compute output sizes in 32-bit ints)"
+        f"conv: input + 2*padding - dilation*(kernel - 1) - 1 = {span} on spatial axis 0 is too large "
+        "(accepted: at most 2147483647 = 2**31 - 1 for a non-empty batch; ATen's convolution computes it "
+        "in 32-bit ints)"
     )
-    empty = np.ones((0, 1, 3))
-    shape = F.conv1d(torch.from_numpy(empty), torch.from_numpy(w), padding=padding).shape
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_the_largest_span_and_an_empty_batch_compute_as_torch(profile: str) -> None:
+    """The bound is the span's, not the output extent's: a stride shrinks a span of 2**31 - 1 to one
+    position, which torch computes; an empty batch computes nothing and keeps torch's shape."""
+    x, w = np.arange(1.0, 4.0).reshape(1, 1, 3), np.ones((1, 1, 1))
+    padding, stride = 2**30 - 2, 2**31 - 1  # span 3 + 2**31 - 4 - 1 = 2**31 - 2: positions 0 and 2**31 - 2
+    expected = F.conv1d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=padding).numpy()
+    assert expected.shape == (1, 1, 1)
     with tl.session(profile=profile):
-        assert tl.conv(tl.tensor(empty), tl.tensor(w), padding=padding).shape == tuple(shape)
+        got = tl.conv(tl.tensor(x), tl.tensor(w), stride=stride, padding=padding).numpy()
+    np.testing.assert_array_equal(got, expected)
+    empty = np.ones((0, 1, 3))
+    shape = F.conv1d(torch.from_numpy(empty), torch.from_numpy(w), padding=2**30).shape
+    with tl.session(profile=profile):
+        assert tl.conv(tl.tensor(empty), tl.tensor(w), padding=2**30).shape == tuple(shape)
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_a_conv_transpose_effective_kernel_beyond_int32_is_a_guard_error(profile: str) -> None:
+    """review201 F1: ``dilation*(kernel - 1) + 1`` of 2**31 made torch's transposed convolution
+    compute "output size -4294967240" (the true extent is 56); it is refused under every profile."""
+    x, w = np.ones((1, 1, 3)), np.ones((1, 1, 2))
+    keywords = {"padding": 1073741797, "dilation": 2**31 - 1}
+    assert _torch_wrong(lambda: F.conv_transpose1d(torch.from_numpy(x), torch.from_numpy(w), **keywords), 56)
+    with tl.session(profile=profile), pytest.raises(GuardError) as caught:
+        tl.conv_transpose(tl.tensor(x), tl.tensor(w), **keywords)
+    assert str(caught.value) == (
+        "conv_transpose: dilation*(kernel - 1) + 1 = 2147483648 on spatial axis 0 is too large (accepted: at "
+        "most 2147483647 = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
+    )

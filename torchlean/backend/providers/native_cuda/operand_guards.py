@@ -27,8 +27,10 @@ from torchlean.backend.providers.native_cuda.batching import broadcast_batch
 from torchlean.backend.providers.native_cuda.guards import INT64_MAX, check_element_count
 from torchlean.backend.providers.reference.spatial_guards import (
     batch_count_fault,
+    conv_span_fault,
     padding_only_fault,
     span_fault,
+    transpose_kernel_fault,
     unpadded_input_fault,
     window_of,
 )
@@ -167,6 +169,9 @@ def check_conv_operands(
     if output_padding is None:
         c_out = int(w.shape[0])
         spatial = check_window(op, x, kernel, stride, padding, dilation)
+        fault = conv_span_fault(int(x.shape[0]), [int(n) for n in x.shape[2:]], kernel, padding, dilation)
+        if fault is not None:  # as on the CPU (review201 F1)
+            raise _fail(op, fault)
     else:
         c_out = int(w.shape[1]) * groups
         extents = []
@@ -178,6 +183,9 @@ def check_conv_operands(
                     op,
                     f"output_padding[{axis}] = {op_} (accepted: below stride {s} or dilation {d}, as torch)",
                 )
+            fault = transpose_kernel_fault(axis, k, d)
+            if fault is not None:  # as on the CPU (review201 F1)
+                raise _fail(op, fault)
             out = (int(n) - 1) * s - 2 * p + d * (k - 1) + op_ + 1
             if out < 1:
                 raise _fail(

@@ -355,6 +355,40 @@ def span_fault(
     return None
 
 
+def conv_span_fault(
+    batch: int, spatial: Sequence[int], kernel: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+) -> str | None:
+    """The refusal of a convolution whose ``input + 2*padding - dilation*(kernel - 1) - 1`` on an
+    axis is beyond 2**31 - 1 for a non-empty batch, else None: ATen's convolution computes it in
+    32-bit ints, and past it returns a wrong (empty) shape or fails (review199 F1, review201 F1: a
+    fuzz against the exact sizes separates the failing cases by it); an empty batch computes
+    nothing and is right. Shared with the native CUDA guards."""
+    if not batch:
+        return None
+    for axis, (n, k, p, d) in enumerate(zip(spatial, kernel, padding, dilation, strict=True)):
+        span = n + 2 * p - d * (k - 1) - 1
+        if span > MAX_WINDOW_PARAMETER:
+            return (
+                f"input + 2*padding - dilation*(kernel - 1) - 1 = {span} on spatial axis {axis} is too "
+                f"large (accepted: at most {MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; "
+                "ATen's convolution computes it in 32-bit ints)"
+            )
+    return None
+
+
+def transpose_kernel_fault(axis: int, kernel: int, dilation: int) -> str | None:
+    """The refusal of a transposed convolution whose ``dilation*(kernel - 1) + 1`` on ``axis`` is
+    beyond 2**31 - 1, else None: ATen's size arithmetic wraps it ("output size -4294967240" for a
+    true 56: review201 F1). Shared with the native CUDA guards."""
+    effective = dilation * (kernel - 1) + 1
+    if effective <= MAX_WINDOW_PARAMETER:
+        return None
+    return (
+        f"dilation*(kernel - 1) + 1 = {effective} on spatial axis {axis} is too large (accepted: at most "
+        f"{MAX_WINDOW_PARAMETER} = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
+    )
+
+
 def window_of(
     spatial: Sequence[int],
     kernel: Sequence[int],
@@ -399,8 +433,9 @@ def check_conv(
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_out, C_in/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in and
     C_out; stride >= 1, padding >= 0, dilation >= 1 (int or one per axis); effective kernel no
-    larger than the padded input; each output extent at most 2**31 - 1 when N > 0 (ATen's
-    kernels compute it in 32-bit ints); padded input and output element counts within int64.  Empty
+    larger than the padded input; ``input + 2*padding - dilation*(kernel - 1) - 1`` at most
+    2**31 - 1 when N > 0 (ATen computes it in 32-bit ints); padded input and output element counts
+    within int64.  Empty
     axes: N may be 0, and then the spatial extents too (as PyTorch); C_in and every axis of w
     and b are >= 1 (C_in = 0 is refused although torch returns a 0-channel result).
     Returns the :class:`Window`.  Raises :class:`GuardError`.
@@ -430,15 +465,9 @@ def check_conv(
         _per_axis(op, "padding", padding, nd, 0),
         _per_axis(op, "dilation", dilation, nd, 1),
     )
-    for axis, extent in enumerate(window.output):
-        # ATen's kernels wrap such an output size (review199 F1); an empty batch computes nothing
-        if xs.shape[0] and extent > MAX_WINDOW_PARAMETER:
-            raise _fail(
-                op,
-                f"the output extent {extent} on spatial axis {axis} is too large (accepted: at most "
-                f"{MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; ATen's convolution kernels "
-                "compute output sizes in 32-bit ints)",
-            )
+    fault = conv_span_fault(xs.shape[0], window.input, window.kernel, window.padding, window.dilation)
+    if fault is not None:
+        raise _fail(op, fault)
     check_numel(op, (xs.shape[0], c_out, *window.output), "output shape")
     return window
 
@@ -458,8 +487,9 @@ def check_conv_transpose(
 
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_in, C_out/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in;
-    stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``;
-    a non-empty output ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``;
+    stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``,
+    ``dilation*(kernel - 1) + 1`` at most 2**31 - 1 (ATen computes it in 32-bit ints); a non-empty
+    output ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``;
     element counts within int64.  Empty axes: N may be 0, and then the spatial extents too (as
     PyTorch); C_in and every axis of w and b are >= 1.  Returns the :class:`Window` of the
     adjoint convolution (``input`` = this op's output extent, ``output`` = x's spatial extent).
@@ -493,6 +523,9 @@ def check_conv_transpose(
     for axis, (n, k, s, p, e, d) in enumerate(
         zip(xs.shape[2:], kernel, stride_t, padding_t, extra, dilation_t, strict=True)
     ):
+        fault = transpose_kernel_fault(axis, k, d)
+        if fault is not None:
+            raise _fail(op, fault)
         size = (n - 1) * s - 2 * p + d * (k - 1) + e + 1
         if size < 1:
             raise _fail(
