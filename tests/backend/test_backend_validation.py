@@ -1006,13 +1006,16 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
         with pytest.raises(UnknownLabelError, match=r"; did you mean log_softmax\?$"):
             BackendOp.parse(label)
     # review200 F1: torch's names of other ops are no typos of these (sign is not sin)
-    for label in ("bogus", "x", "", "log_softmax_", "sign", "tan", "elu", "log1p", "rsqrt", "relux"):
+    for label in ("bogus", "x", "", "log_softmax_", "sign", "tan", "elu", "log1p", "rsqrt", "relux", "rrelu"):
         with pytest.raises(UnknownLabelError) as caught:
             BackendOp.parse(label)
         assert "did you mean" not in str(caught.value)
     with pytest.raises(UnknownLabelError, match=r"; did you mean checked_cpu\?$"):
         profiles.get("checkd_cpu")  # profile names take a close spelling too, on the same device
-    for name in ("fast_cuda", "checked_tpu"):
+    for name in ("fastcpu", "fast_cp", "checked_cpus"):  # typos of the device word (review201 F3)
+        with pytest.raises(UnknownLabelError, match=r"; did you mean (fast|checked)_cpu\?$"):
+            profiles.get(name)
+    for name in ("fast_cuda", "checked_tpu", "fast_gpu"):  # another device named
         with pytest.raises(UnknownLabelError) as caught:
             profiles.get(name)
         assert "did you mean" not in str(caught.value)

@@ -675,6 +675,7 @@ def test_a_file_option_given_twice_is_noted_and_the_last_applies(
         (["train", "--epochs", "--lr=1"], "--epochs", False),
         (["train", "--epochs", "--val-f", "0.2"], "--epochs", False),  # an abbreviation (review200 F5)
         (["train", "--lr", "-1e-3", "--epochs", "2", "--lr"], "--lr", True),  # the first --lr failed
+        (["train", "--lr", "-1", "--lr"], "--lr", False),  # argparse took -1 as a value (review201 F2)
     ],
 )
 def test_the_dash_value_hint_only_where_a_dash_word_followed(

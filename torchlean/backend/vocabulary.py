@@ -58,24 +58,28 @@ def did_you_mean(word: str, known: Iterable[str], *, close: bool = False) -> str
         import difflib  # only on a refusal's path
 
         found = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.75)
-        if found and _devices(found[0]) == _devices(lowered):
+        typed = _devices(lowered)  # a device the word names must be the name's (no device: no conflict)
+        if found and (not typed or typed == _devices(found[0])):
             near = folded[found[0]]
     return "" if near is None else f"; did you mean {near}?"
 
 
 def _slips(word: str) -> Iterator[str]:
-    """``word`` with two neighbouring letters swapped, or one doubled letter single: the typing
-    slips :func:`did_you_mean` undoes."""
+    """``word`` with two neighbouring letters swapped, or one doubled letter single but its first
+    (torch's ``rrelu`` is no ``relu``: review201 F3): the typing slips :func:`did_you_mean`
+    undoes."""
     for i in range(len(word) - 1):
         if word[i] != word[i + 1]:
             yield word[:i] + word[i + 1] + word[i] + word[i + 2:]
-        else:
+        elif i:
             yield word[:i] + word[i + 1:]
 
 
 def _devices(name: str) -> set[str]:
-    """The device words (``cpu``, ``cuda``) among ``name``'s ``_``/``-``-separated parts."""
-    return {part for part in name.replace("-", "_").split("_") if part in ("cpu", "cuda")}
+    """The device words (``cpu``, ``cuda``, and others' ``gpu``, ``tpu``, ``mps``, ``xla``) among
+    ``name``'s ``_``/``-``-separated parts."""
+    words = ("cpu", "cuda", "gpu", "tpu", "mps", "xla")
+    return {part for part in name.replace("-", "_").split("_") if part in words}
 
 
 class LabelledEnum(enum.Enum):

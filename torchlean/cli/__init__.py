@@ -171,13 +171,15 @@ class _Parser(argparse.ArgumentParser):
     def _dash_value(self, message: str) -> bool:
         """Whether the option that argparse's ``message`` (``argument --lr: expected one
         argument``) names is followed, at one of its places in :attr:`words`, by a word that starts
-        with ``-`` and is none of this parser's options nor an abbreviation of one (``-1e-3``,
-        ``-inf``), which argparse read as an option rather than its value; an abbreviation
-        (``--pro``) counts as the option (review200 F5)."""
+        with ``-`` and is none of this parser's options nor an abbreviation of one, nor a number
+        argparse reads as a value (``-1``, ``-.5``): ``-1e-3``, ``-inf``, which argparse read as an
+        option rather than its value; an abbreviation (``--pro``) counts as the option (review200
+        F5)."""
         options = message.split()[1].rstrip(":").split("/")
         words = self.words[: self.words.index("--")] if "--" in self.words else self.words
         return any(
             _abbreviates(word, options) and following.startswith("-")
+            and not _NEGATIVE_NUMBER.fullmatch(following)  # argparse took it as the value (review201 F2)
             and not _abbreviates(following.split("=", 1)[0], self._option_string_actions)
             for word, following in itertools.pairwise(words)
         )
