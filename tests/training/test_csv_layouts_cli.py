@@ -480,7 +480,9 @@ def test_numeric_class_names_are_quoted() -> None:
         # review200 F2: a rounding boundary between close values; the printed difference is faithful
         (1.0000005, 1.00000049999, ("1.0000005", "1.00000049999")),
         (123456789.5, 123456789.25, ("123456789.5", "123456789.2")),
-        (1000014.2238531684, 0.1422385316854777, ("1000014", "0.1422385")),  # the README's example
+        (1000014.2238531684, 0.1422385316854777, ("about 1000014", "0.1422385")),  # the README's example
+        (9.9999996, 9.999999, ("9.9999996", "9.999999")),
+        (10.0000004, 9.9, ("about 10", "9.9")),  # a rounded whole number does not read as exact
     ],
 )
 def test_statistics_print_with_the_digits_that_tell_them_apart(

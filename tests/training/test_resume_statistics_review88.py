@@ -86,7 +86,7 @@ def _assert_statistics_error(err: str, model: Path, dataset: Path, found: float,
     checkpoint's ``recorded``, each printed with 6 to 17 significant digits that tell them apart
     (review195 F5: 17 digits were printed where fewer do)."""
     pattern = re.escape(_statistics_error(model, dataset, "feature a's mean is @, the checkpoint's @"))
-    match = re.fullmatch(pattern.replace("@", r"(-?[0-9.e+-]+)"), err)
+    match = re.fullmatch(pattern.replace("@", r"(?:about )?(-?[0-9.e+-]+)"), err)  # about: rounded
     assert match is not None, err
     shown = match.groups()
     assert shown[0] != shown[1]

@@ -1061,7 +1061,8 @@ def _told_apart(found: float, kept: float) -> tuple[str, str]:
     show their difference (6 at least, and those before the point): the printed values differ by
     the true difference within half of it, so a rounding boundary between two close values does not
     show ``1.000001`` against ``1`` for a difference of 1e-11 (review200 F2); a value those digits
-    hold exactly prints as ``repr`` does (``4.0``), a value that is not finite as ``repr``. A mean
+    hold exactly prints as ``repr`` does (``4.0``), a rounded one without a point as ``about
+    1000014``, a value that is not finite as ``repr``. A mean
     was shown with 17 digits where 6 tell it from the checkpoint's (review195 F5)."""
     if not (math.isfinite(found) and math.isfinite(kept)):
         return repr(found), repr(kept)
@@ -1076,7 +1077,10 @@ def _told_apart(found: float, kept: float) -> tuple[str, str]:
 
     def shown(value: float) -> str:
         text = f"{value:.{digits}g}"
-        return repr(value) if float(text) == value else text
+        if float(text) == value:
+            return repr(value)
+        # a rounded whole number does not read as exact: "about 10" beside 9.999999 (review201)
+        return text if any(mark in text for mark in ".e") else f"about {text}"
 
     return shown(found), shown(kept)
 
