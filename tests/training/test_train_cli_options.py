@@ -725,3 +725,24 @@ def test_stop_on_non_finite_stops_the_run_before_the_step_and_writes_nothing(
     assert code == 0, err
     code, out, err = cli(capsys, "train", "--resume", str(saved), "--epochs", "2", "--stop-on-non-finite")
     assert code == 0 and "epoch   2/2" in out, err
+
+
+def test_a_stopped_run_whose_reader_left_says_nothing_was_written(tmp_path: Path) -> None:
+    """review203 F1: a ``--stop-on-non-finite`` stop with stdout's reader gone (``| head -1``)
+    added "note: the reader of standard output went away; the run went on to write ...", naming
+    the files it had not written."""
+    import subprocess
+    import sys
+
+    saved, record = tmp_path / "p.npz", tmp_path / "p.json"
+    command = [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--optimizer", "sgd", "--lr",
+               "1000", "--epochs", "3", "--stop-on-non-finite", "--save", str(saved),
+               "--report-json", str(record)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith("dataset=iris ")
+        process.stdout.close()  # the reader goes away, as head -1 does
+        err = process.stderr.read()
+        assert process.wait(timeout=300) == 1
+    assert err.startswith("error: --stop-on-non-finite: at epoch 1/3, step 4/4") and err.count("\n") == 1, err
+    assert not saved.exists() and not record.exists()

@@ -1022,9 +1022,23 @@ def run(args: argparse.Namespace) -> int:
     json_on_stdout = is_stdout(args.report_json)  # before report_beside moves sys.stdout
     outputs = (args.save, args.report_json)
     files = [shown_path(path) for path in outputs if path is not None and not is_stdout(path)]
-    with reader_may_leave(files), report_beside(args.report_json, args.save), \
-            _resume.interruptible(args.save is not None) as stop:
-        return completed(_run(args, json_on_stdout, stop))  # outputs written (review128 F3)
+    try:
+        with reader_may_leave(files), report_beside(args.report_json, args.save), \
+                _resume.interruptible(args.save is not None) as stop:
+            return completed(_run(args, json_on_stdout, stop))  # outputs written (review128 F3)
+    except _NonFiniteStop as stopped:  # nothing written: no note says the run went on to write it
+        print(stopped.line, file=sys.stderr, flush=True)
+        return 1
+
+
+class _NonFiniteStop(Exception):
+    """A run ``--stop-on-non-finite`` stopped, leaving :func:`run` past its outputs' context
+    managers, which must not report them written (review203 F1); ``line`` is its ``error:`` line
+    (:func:`_non_finite_stop`)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> int:
@@ -1201,8 +1215,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 except NonFiniteStepError as error:
                     stopped_at = error
             if stopped_at is not None:
-                print(_non_finite_stop(stopped_at, args, steps), file=sys.stderr, flush=True)
-                return 1
+                raise _NonFiniteStop(_non_finite_stop(stopped_at, args, steps))
             losses.append(loss)
             grad_norms.append(trainer.grad_norm)
             norm = "" if trainer.grad_norm is None else f"  grad_norm={trainer.grad_norm:.6g}"
