@@ -584,3 +584,25 @@ def test_a_conv_transpose_effective_kernel_beyond_int32_is_a_guard_error(profile
         "conv_transpose: dilation*(kernel - 1) + 1 = 2147483648 on spatial axis 0 is too large (accepted: at "
         "most 2147483647 = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
     )
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_a_conv_transpose_backward_span_beyond_int32_is_a_guard_error(profile: str) -> None:
+    """review203 F2: ``(input - 1)*stride + output_padding`` beyond 2**31 - 1 gave a right forward
+    whose backward failed with torch's raw ``RuntimeError`` (torch's own autograd fails alike: the
+    oracle below); it is refused before the forward, for a non-empty batch."""
+    x = np.arange(1.0, 4.0).reshape(1, 1, 3)
+    w = np.array([[[1.0, 10.0]]])
+    keywords = {"stride": 1504122762, "padding": 1504122764, "output_padding": 3, "dilation": 2}
+    xt = torch.tensor(x, requires_grad=True)
+    y = F.conv_transpose1d(xt, torch.from_numpy(w), **keywords)
+    assert y.shape == (1, 1, 2)
+    with pytest.raises(RuntimeError):
+        y.sum().backward()
+    with tl.session(profile=profile), pytest.raises(GuardError) as caught:
+        tl.conv_transpose(tl.tensor(x), tl.tensor(w), **keywords)
+    assert str(caught.value) == (
+        "conv_transpose: (input - 1)*stride + output_padding = 3008245527 on spatial axis 0 is too large "
+        "(accepted: at most 2147483647 = 2**31 - 1 for a non-empty batch; ATen computes it in 32-bit ints "
+        "for the backward)"
+    )

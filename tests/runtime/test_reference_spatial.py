@@ -1249,9 +1249,10 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
     ),
     (
         "conv_transpose-overflow",
-        lambda: S.conv_transpose(np.ones((1, 4, 3, 3, 3)), np.ones((4, 2, 3, 3, 3)), stride=BIG),
-        f"conv_transpose: padded output shape (1, 2, {2 * BIG + 3}, {2 * BIG + 3}, {2 * BIG + 3}) has "
-        f"{2 * (2 * BIG + 3) ** 3} elements, which overflows int64",
+        # one input position, so no 32-bit span (review203 F2); the dilation makes each axis BIG
+        lambda: S.conv_transpose(np.ones((1, 4, 1, 1, 1)), np.ones((4, 2, 3, 3, 3)), dilation=BIG // 2),
+        f"conv_transpose: padded output shape (1, 2, {BIG}, {BIG}, {BIG}) has {2 * BIG ** 3} elements, "
+        "which overflows int64",
     ),
     (
         "conv_transpose-dtype",

@@ -30,7 +30,7 @@ from torchlean.backend.providers.reference.spatial_guards import (
     conv_span_fault,
     padding_only_fault,
     span_fault,
-    transpose_kernel_fault,
+    transpose_fault,
     unpadded_input_fault,
     window_of,
 )
@@ -183,8 +183,8 @@ def check_conv_operands(
                     op,
                     f"output_padding[{axis}] = {op_} (accepted: below stride {s} or dilation {d}, as torch)",
                 )
-            fault = transpose_kernel_fault(axis, k, d)
-            if fault is not None:  # as on the CPU (review201 F1)
+            fault = transpose_fault(int(x.shape[0]), axis, int(n), k, s, d, op_)
+            if fault is not None:  # as on the CPU (review201 F1, review203 F2)
                 raise _fail(op, fault)
             out = (int(n) - 1) * s - 2 * p + d * (k - 1) + op_ + 1
             if out < 1:

@@ -376,17 +376,29 @@ def conv_span_fault(
     return None
 
 
-def transpose_kernel_fault(axis: int, kernel: int, dilation: int) -> str | None:
-    """The refusal of a transposed convolution whose ``dilation*(kernel - 1) + 1`` on ``axis`` is
-    beyond 2**31 - 1, else None: ATen's size arithmetic wraps it ("output size -4294967240" for a
-    true 56: review201 F1). Shared with the native CUDA guards."""
+def transpose_fault(
+    batch: int, axis: int, n: int, kernel: int, stride: int, dilation: int, extra: int
+) -> str | None:
+    """The refusal of a transposed convolution that ATen's 32-bit size arithmetic wraps on
+    ``axis`` (input extent ``n``, output padding ``extra``), else None: its
+    ``dilation*(kernel - 1) + 1`` beyond 2**31 - 1 ("output size -4294967240" for a true 56:
+    review201 F1), or, for a non-empty batch, ``(n - 1)*stride + output_padding`` (the span of
+    the convolution its backward runs) beyond it, where the forward is right and the backward
+    fails (review203 F2). Shared with the native CUDA guards."""
     effective = dilation * (kernel - 1) + 1
-    if effective <= MAX_WINDOW_PARAMETER:
-        return None
-    return (
-        f"dilation*(kernel - 1) + 1 = {effective} on spatial axis {axis} is too large (accepted: at most "
-        f"{MAX_WINDOW_PARAMETER} = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
-    )
+    if effective > MAX_WINDOW_PARAMETER:
+        return (
+            f"dilation*(kernel - 1) + 1 = {effective} on spatial axis {axis} is too large (accepted: at most "
+            f"{MAX_WINDOW_PARAMETER} = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
+        )
+    span = (n - 1) * stride + extra
+    if batch and span > MAX_WINDOW_PARAMETER:
+        return (
+            f"(input - 1)*stride + output_padding = {span} on spatial axis {axis} is too large (accepted: at "
+            f"most {MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; ATen computes it in 32-bit ints "
+            "for the backward)"
+        )
+    return None
 
 
 def window_of(
@@ -488,10 +500,11 @@ def check_conv_transpose(
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_in, C_out/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in;
     stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``,
-    ``dilation*(kernel - 1) + 1`` at most 2**31 - 1 (ATen computes it in 32-bit ints); a non-empty
-    output ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``;
-    element counts within int64.  Empty axes: N may be 0, and then the spatial extents too (as
-    PyTorch); C_in and every axis of w and b are >= 1.  Returns the :class:`Window` of the
+    ``dilation*(kernel - 1) + 1``, and for N > 0 ``(n - 1)*stride + output_padding``, at most
+    2**31 - 1 (ATen computes them in 32-bit ints); a non-empty output
+    ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``; element counts
+    within int64.  Empty axes: N may be 0, and then the spatial extents too (as PyTorch); C_in
+    and every axis of w and b are >= 1.  Returns the :class:`Window` of the
     adjoint convolution (``input`` = this op's output extent, ``output`` = x's spatial extent).
     Raises :class:`GuardError`.
     """
@@ -523,7 +536,7 @@ def check_conv_transpose(
     for axis, (n, k, s, p, e, d) in enumerate(
         zip(xs.shape[2:], kernel, stride_t, padding_t, extra, dilation_t, strict=True)
     ):
-        fault = transpose_kernel_fault(axis, k, d)
+        fault = transpose_fault(xs.shape[0], axis, n, k, s, d, e)
         if fault is not None:
             raise _fail(op, fault)
         size = (n - 1) * s - 2 * p + d * (k - 1) + e + 1
