@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from torchlean._tensor_data import Array, _require_floats_fit_int64
-from torchlean._tensor_errors import TensorError
+from torchlean._tensor_errors import TensorError, TensorIndexError
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled, torch_no_grad_note
 from torchlean.autograd.tape import AutogradError
@@ -315,8 +315,11 @@ def _write(data: Any, index: Any, source: Array) -> None:
 
 def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:
     """The refusal of an ``index`` numpy cannot apply to ``t`` (out of range, of a kind numpy
-    does not index with), naming the index, ``t``'s shape and numpy's reason."""
-    return TensorError(f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}")
+    does not index with), naming the index, ``t``'s shape and numpy's reason; an
+    :class:`~torchlean.tensor.TensorIndexError` (an ``IndexError`` too, as torch's) where numpy's
+    was one (review203 F4)."""
+    kind = TensorIndexError if isinstance(exc, IndexError) else TensorError
+    return kind(f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}")
 
 
 def update_in_place(

@@ -120,6 +120,7 @@ from torchlean._tensor_errors import (
     DeviceError,
     DimensionError,
     TensorError,
+    TensorIndexError,
     TensorTypeError,
     _type_name,
 )
@@ -179,6 +180,7 @@ __all__ = [
     "RealLike",
     "Tensor",
     "TensorError",
+    "TensorIndexError",
     "TensorTypeError",
     "from_torch",
     "resolve_device",

@@ -4,6 +4,7 @@ writes and operators (oracles: numpy/torch semantics and hand-written expectatio
 from __future__ import annotations
 
 import operator
+import pickle
 import re
 import warnings
 from collections.abc import Callable
@@ -1444,6 +1445,12 @@ def test_an_index_out_of_range_is_an_index_error_as_torch_s(index: object) -> No
     with pytest.raises(IndexError) as caught:
         tl.tensor(np.zeros(2))[index]
     assert isinstance(caught.value, tl.TensorError)
+    with pytest.raises(IndexError):  # writing too (review203 F4), as torch's
+        torch.zeros(2)[index] = 1.0
+    with pytest.raises(tl.TensorIndexError):
+        tl.tensor(np.zeros(2))[index] = 1.0
+    # it pickles, as its siblings do (review203 F3: the class was not importable by its module)
+    assert type(pickle.loads(pickle.dumps(caught.value))) is tl.TensorIndexError
 
 
 def test_a_python_bool_operand_of_minus_is_refused_as_torch_refuses_it() -> None:
