@@ -1006,6 +1006,8 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
         with pytest.raises(UnknownLabelError, match=r"; did you mean log_softmax\?$"):
             BackendOp.parse(label)
     # review200 F1: torch's names of other ops are no typos of these (sign is not sin)
+    with pytest.raises(UnknownLabelError, match=r"; did you mean softmax\?$"):
+        BackendOp.parse("ssoftmax")  # a doubled first letter is a slip too, but for torch's rrelu
     for label in ("bogus", "x", "", "log_softmax_", "sign", "tan", "elu", "log1p", "rsqrt", "relux", "rrelu"):
         with pytest.raises(UnknownLabelError) as caught:
             BackendOp.parse(label)
@@ -1015,6 +1017,8 @@ def test_a_label_with_hyphen_and_underscore_swapped_gets_the_label_it_means(
     for name in ("fastcpu", "fast_cp", "checked_cpus"):  # typos of the device word (review201 F3)
         with pytest.raises(UnknownLabelError, match=r"; did you mean (fast|checked)_cpu\?$"):
             profiles.get(name)
+    with pytest.raises(UnknownLabelError, match=r"; did you mean libtorch_forward_strict\?$"):
+        profiles.get("libtorch_forward_strict_cuda")  # a CUDA profile by its device (review203 F7)
     for name in ("fast_cuda", "checked_tpu", "fast_gpu"):  # another device named
         with pytest.raises(UnknownLabelError) as caught:
             profiles.get(name)

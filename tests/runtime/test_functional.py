@@ -1003,13 +1003,17 @@ class _Two:
         return 2
 
 
-@pytest.mark.parametrize("bound", [np.array(2), np.array(2, np.int32), "tl", "torch", _Two()],
-                         ids=["int64-array", "int32-array", "tl-tensor", "torch-tensor", "__index__"])
+@pytest.mark.parametrize("bound", [np.array(2), np.array(2, np.int32), np.array(2, np.uint8), "tl", "torch",
+                                   "torch-uint8", _Two()],
+                         ids=["int64-array", "int32-array", "uint8-array", "tl-tensor", "torch-tensor",
+                              "torch-uint8", "__index__"])
 def test_slice_bounds_take_what_an_integer_index_takes(bound: Any) -> None:
     """review202 F2: ``t[np.array(2)]`` was taken and ``t[np.array(2):]`` refused; a slice bound
     takes what an integer index takes, as torch and numpy do. Oracle: torch's slicing and item
     assignment with the same bound."""
-    value = tl.tensor(np.array(2)) if bound == "tl" else torch.tensor(2) if bound == "torch" else bound
+    named = {"tl": tl.tensor(np.array(2)), "torch": torch.tensor(2),
+             "torch-uint8": torch.tensor(2, dtype=torch.uint8)}
+    value = named.get(bound, bound) if isinstance(bound, str) else bound  # a bound is no mask: uint8 too
     oracle = torch.arange(6.0, dtype=torch.float64)
     t = tl.tensor(np.arange(6.0))
     for index in (slice(value, None), slice(None, value), slice(None, None, value), slice(0, 5, value)):

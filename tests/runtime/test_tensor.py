@@ -1469,3 +1469,7 @@ def test_a_python_bool_operand_of_minus_is_refused_as_torch_refuses_it() -> None
         warnings.simplefilter("ignore", DeprecationWarning)  # torch's __array_wrap__ under numpy 2
         assert (t - np.bool_(True)).tolist() == (oracle - np.bool_(True)).tolist() == [0.5]
     assert (t + True).tolist() == (oracle + True).tolist() == [2.5]
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):  # review203 F10
+        oracle - torch.tensor([True])
+    with pytest.raises(TensorTypeError, match=r"^sub: a bool operand of `-` is refused"):
+        t - torch.tensor([True])

@@ -553,7 +553,8 @@ def get(name: str) -> BackendProfile:
         return _PROFILES[name]
     except KeyError:
         known = " | ".join(_PROFILES)
-        near = did_you_mean(name, names(), close=True)
+        devices = {shipped: profile.policy.device.label for shipped, profile in _PROFILES.items()}
+        near = did_you_mean(name, names(), close=True, devices=devices)  # a profile's device, not its name's
         raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known}){near}") from None
 
 

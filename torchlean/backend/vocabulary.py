@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Self
 
 from torchlean.backend.display import name_shown
@@ -35,7 +35,9 @@ __all__ = [
 ]
 
 
-def did_you_mean(word: str, known: Iterable[str], *, close: bool = False) -> str:
+def did_you_mean(
+    word: str, known: Iterable[str], *, close: bool = False, devices: Mapping[str, str] | None = None
+) -> str:
     """``; did you mean <name>?`` when ``word`` is one of ``known`` with ``-`` and ``_`` swapped
     (the objective ``cross_entropy`` for ``cross-entropy``, the op ``log-softmax`` for
     ``log_softmax``, the profile ``checked-cpu`` for ``checked_cpu``: review123 F6, review126 F5),
@@ -44,34 +46,43 @@ def did_you_mean(word: str, known: Iterable[str], *, close: bool = False) -> str
 
     With ``close`` (profile and command names), also the closest name of
     :func:`difflib.get_close_matches` at ratio 0.75, case ignored (``checkd_cpu``, ``trian``:
-    review197 F3), unless it names another device (``fast_cuda`` is no typo of ``fast_cpu``).
-    Op labels take no such guess: torch's own names sit one letter from other ops (``sign`` and
-    ``sin``, ``tan`` and ``tanh``, ``elu`` and ``relu``: review200 F1)."""
+    review197 F3), unless the word names another device than the name's (``fast_cuda`` is no typo
+    of ``fast_cpu``), the name's device being ``devices[name]`` where given (a profile's, which
+    its name need not say), else the device word in it. Op labels take no such guess: torch's own
+    names sit one letter from other ops (``sign`` and ``sin``, ``tan`` and ``tanh``, ``elu`` and
+    ``relu``: review200 F1), and :data:`_NOT_SLIPS` are torch's names that look like slips."""
     names = list(known)
     folded = {name.lower(): name for name in names}
     lowered = word.lower()
     near = next((folded[k] for k in (lowered, lowered.replace("-", "_"), lowered.replace("_", "-"))
                  if k in folded), None)
-    if near is None:
+    if near is None and lowered not in _NOT_SLIPS:
         near = next((folded[k] for k in _slips(lowered) if k in folded), None)
     if near is None and close:
         import difflib  # only on a refusal's path
 
-        found = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.75)
         typed = _devices(lowered)  # a device the word names must be the name's (no device: no conflict)
-        if found and (not typed or typed == _devices(found[0])):
-            near = folded[found[0]]
+        for found in difflib.get_close_matches(lowered, list(folded), n=3, cutoff=0.75):
+            name = folded[found]
+            named = {devices[name]} if devices is not None and name in devices else _devices(found)
+            if not typed or typed == named:
+                near = name
+                break
     return "" if near is None else f"; did you mean {near}?"
 
 
+_NOT_SLIPS = frozenset({"rrelu"})
+"""torch's names that a typing slip of an op label would also give (``rrelu``, randomized leaky
+ReLU, is no ``relu`` with a doubled ``r``: review201 F3, review203 F7)."""
+
+
 def _slips(word: str) -> Iterator[str]:
-    """``word`` with two neighbouring letters swapped, or one doubled letter single but its first
-    (torch's ``rrelu`` is no ``relu``: review201 F3): the typing slips :func:`did_you_mean`
-    undoes."""
+    """``word`` with two neighbouring letters swapped, or one doubled letter single: the typing
+    slips :func:`did_you_mean` undoes."""
     for i in range(len(word) - 1):
         if word[i] != word[i + 1]:
             yield word[:i] + word[i + 1] + word[i] + word[i + 2:]
-        elif i:
+        else:
             yield word[:i] + word[i + 1:]
 
 

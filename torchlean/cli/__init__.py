@@ -179,7 +179,9 @@ class _Parser(argparse.ArgumentParser):
         words = self.words[: self.words.index("--")] if "--" in self.words else self.words
         return any(
             _abbreviates(word, options) and following.startswith("-")
-            and not _NEGATIVE_NUMBER.fullmatch(following)  # argparse took it as the value (review201 F2)
+            # argparse took it as the value, by its own rule, which differs across Python versions
+            # (review201 F2, review203 F9)
+            and not self._negative_number_matcher.match(following)
             and not _abbreviates(following.split("=", 1)[0], self._option_string_actions)
             for word, following in itertools.pairwise(words)
         )

@@ -133,7 +133,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "optimizer state, epoch count and settings) up to --epochs epochs in all (default: "
                         "the run's own --epochs), bit for bit as if it had not stopped; other options "
                         "given must agree with the checkpoint's, except --epochs, --save, --report-json, "
-                        "--torch-threads, --show-backend and --kernel-times, and --dataset (a moved CSV "
+                        "--torch-threads, --show-backend, --kernel-times and --stop-on-non-finite, and "
+                        "--dataset (a moved CSV "
                         "file) and --delimiter (the data saved with another separator), whose data must "
                         "hash as the run's did")
     parser.set_defaults(**{_PARSER: parser})

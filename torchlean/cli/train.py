@@ -1236,8 +1236,9 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
                 decay = "" if not weight_decay else f" or --weight-decay (now {weight_decay:g})"
                 print(
                     f"warning: {diverged} at epoch {epoch + 1}; lower --lr (now {args.lr:g}{rate}){decay} "
-                    f"or try another --optimizer (now {args.optimizer}); --stop-on-non-finite stops a run at "
-                    "its first step that is not finite",
+                    f"or try another --optimizer (now {args.optimizer})"
+                    + ("" if args.stop_on_non_finite else
+                       "; --stop-on-non-finite stops a run at its first step that is not finite"),
                     file=sys.stderr,
                     flush=True,
                 )

@@ -55,9 +55,10 @@ def sub(a: Operand, b: Operand) -> Tensor:
             are not promoted); shapes that do not broadcast.
         TensorTypeError, TensorError, DeviceError: as :func:`add` (a non-numeric constant;
             no Tensor operand or an integer that does not fit; devices that differ); a Python
-            ``bool`` operand, as torch refuses ``t - True`` (review202 F6).
+            ``bool`` or a torch bool tensor operand, as torch refuses ``t - True`` (review202 F6,
+            review203 F10).
     """
-    if isinstance(a, bool) or isinstance(b, bool):
+    if any(isinstance(v, bool) or str(getattr(v, "dtype", "")) == "torch.bool" for v in (a, b)):
         raise TensorTypeError(
             "sub: a bool operand of `-` is refused, as torch refuses it (to invert a mask, use ~ or "
             "logical_not; for the number, write 1.0 or 0.0)"

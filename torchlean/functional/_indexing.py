@@ -76,6 +76,8 @@ def _check_slice(item: builtins.slice, index: Any) -> builtins.slice:
             bounds.append(None if value is None else int(value))
             continue
         position = _integer_index(value)
+        if position is None and _is_uint8_index(value) and getattr(value, "ndim", None) == 0:
+            position = int(value)  # a bound is never a mask: a 0-d uint8 one too (review203 F8)
         if position is None:
             raise TensorTypeError(
                 f"slice bounds must be integers or None; got {shown(value)} of type "
