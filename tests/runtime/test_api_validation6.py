@@ -587,22 +587,36 @@ def test_a_conv_transpose_effective_kernel_beyond_int32_is_a_guard_error(profile
 
 
 @pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
-def test_a_conv_transpose_backward_span_beyond_int32_is_a_guard_error(profile: str) -> None:
-    """review203 F2: ``(input - 1)*stride + output_padding`` beyond 2**31 - 1 gave a right forward
-    whose backward failed with torch's raw ``RuntimeError`` (torch's own autograd fails alike: the
-    oracle below); it is refused before the forward, for a non-empty batch."""
-    x = np.arange(1.0, 4.0).reshape(1, 1, 3)
-    w = np.array([[[1.0, 10.0]]])
-    keywords = {"stride": 1504122762, "padding": 1504122764, "output_padding": 3, "dilation": 2}
+def test_a_conv_transpose_padding_whose_double_passes_int32_is_a_guard_error(profile: str) -> None:
+    """review203 F2, review204 F1: ``2*padding`` beyond 2**31 - 1 gave a right forward whose
+    backward failed with torch's raw ``RuntimeError`` (torch's shape check takes 32-bit sizes; its
+    own autograd fails alike: the oracle below); it is refused before the forward, for a
+    non-empty batch. A long ``(input - 1)*stride`` with a smaller padding computes as torch's."""
+    x = np.ones((1, 1, 2))
+    w = np.ones((1, 1, 2))
+    keywords = {"stride": 2147483629, "padding": 2147483628, "output_padding": 1, "dilation": 2147483629}
     xt = torch.tensor(x, requires_grad=True)
     y = F.conv_transpose1d(xt, torch.from_numpy(w), **keywords)
-    assert y.shape == (1, 1, 2)
     with pytest.raises(RuntimeError):
         y.sum().backward()
     with tl.session(profile=profile), pytest.raises(GuardError) as caught:
         tl.conv_transpose(tl.tensor(x), tl.tensor(w), **keywords)
     assert str(caught.value) == (
-        "conv_transpose: (input - 1)*stride + output_padding = 3008245527 on spatial axis 0 is too large "
-        "(accepted: at most 2147483647 = 2**31 - 1 for a non-empty batch; ATen computes it in 32-bit ints "
-        "for the backward)"
+        "conv_transpose: 2*padding = 4294967256 on spatial axis 0 is too large (accepted: at most "
+        "2147483647 = 2**31 - 1 for a non-empty batch; the backward of ATen's transposed convolution "
+        "computes it in 32-bit ints)"
     )
+    # (input - 1)*stride past 2**31 - 1, 2*padding below it: torch's forward and backward, bit for bit
+    x = np.arange(1.0, 4.0).reshape(1, 1, 3)
+    w = np.ones((1, 1, 1))
+    keywords = {"stride": 1073741829, "padding": 1073741823}
+    xt = torch.tensor(x, requires_grad=True)
+    y = F.conv_transpose1d(xt, torch.from_numpy(w), **keywords)
+    y.sum().backward()
+    with tl.session(profile=profile):
+        ours = tl.tensor(x, requires_grad=True)
+        out = tl.conv_transpose(ours, tl.tensor(w), **keywords)
+        out.sum().backward()
+    np.testing.assert_array_equal(out.numpy(), y.detach().numpy())
+    assert ours.grad is not None
+    np.testing.assert_array_equal(ours.grad.numpy(), xt.grad.numpy())

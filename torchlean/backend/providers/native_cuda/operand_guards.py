@@ -183,7 +183,7 @@ def check_conv_operands(
                     op,
                     f"output_padding[{axis}] = {op_} (accepted: below stride {s} or dilation {d}, as torch)",
                 )
-            fault = transpose_fault(int(x.shape[0]), axis, int(n), k, s, d, op_)
+            fault = transpose_fault(int(x.shape[0]), axis, k, p, d)
             if fault is not None:  # as on the CPU (review201 F1, review203 F2)
                 raise _fail(op, fault)
             out = (int(n) - 1) * s - 2 * p + d * (k - 1) + op_ + 1

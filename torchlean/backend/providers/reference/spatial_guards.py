@@ -377,26 +377,25 @@ def conv_span_fault(
 
 
 def transpose_fault(
-    batch: int, axis: int, n: int, kernel: int, stride: int, dilation: int, extra: int
+    batch: int, axis: int, kernel: int, padding: int, dilation: int
 ) -> str | None:
     """The refusal of a transposed convolution that ATen's 32-bit size arithmetic wraps on
-    ``axis`` (input extent ``n``, output padding ``extra``), else None: its
-    ``dilation*(kernel - 1) + 1`` beyond 2**31 - 1 ("output size -4294967240" for a true 56:
-    review201 F1), or, for a non-empty batch, ``(n - 1)*stride + output_padding`` (the span of
-    the convolution its backward runs) beyond it, where the forward is right and the backward
-    fails (review203 F2). Shared with the native CUDA guards."""
+    ``axis``, else None: its ``dilation*(kernel - 1) + 1`` beyond 2**31 - 1 ("output size
+    -4294967240" for a true 56: review201 F1), or, for a non-empty batch, ``2*padding`` beyond
+    it: the backward's shape check takes its sizes as 32-bit ints and fails where the forward is
+    right (review203 F2; review204 F1: of 2379 fuzzed geometries, the backward fails exactly
+    when ``2*padding`` passes 2**31 - 1). Shared with the native CUDA guards."""
     effective = dilation * (kernel - 1) + 1
     if effective > MAX_WINDOW_PARAMETER:
         return (
             f"dilation*(kernel - 1) + 1 = {effective} on spatial axis {axis} is too large (accepted: at most "
             f"{MAX_WINDOW_PARAMETER} = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)"
         )
-    span = (n - 1) * stride + extra
-    if batch and span > MAX_WINDOW_PARAMETER:
+    if batch and 2 * padding > MAX_WINDOW_PARAMETER:
         return (
-            f"(input - 1)*stride + output_padding = {span} on spatial axis {axis} is too large (accepted: at "
-            f"most {MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; ATen computes it in 32-bit ints "
-            "for the backward)"
+            f"2*padding = {2 * padding} on spatial axis {axis} is too large (accepted: at most "
+            f"{MAX_WINDOW_PARAMETER} = 2**31 - 1 for a non-empty batch; the backward of ATen's transposed "
+            "convolution computes it in 32-bit ints)"
         )
     return None
 
@@ -500,8 +499,8 @@ def check_conv_transpose(
     Accepted: x ``(N, C_in, *spatial)`` with 1-3 spatial axes, w ``(C_in, C_out/groups, *kernel)``
     of the same rank, b ``(C_out,)`` or None, one float dtype; ``groups >= 1`` dividing C_in;
     stride >= 1, padding >= 0, dilation >= 1, ``0 <= output_padding < max(stride, dilation)``,
-    ``dilation*(kernel - 1) + 1``, and for N > 0 ``(n - 1)*stride + output_padding``, at most
-    2**31 - 1 (ATen computes them in 32-bit ints); a non-empty output
+    ``dilation*(kernel - 1) + 1``, and for N > 0 ``2*padding``, at most 2**31 - 1 (ATen
+    computes them in 32-bit ints); a non-empty output
     ``(n-1)*stride - 2*padding + dilation*(kernel-1) + output_padding + 1``; element counts
     within int64.  Empty axes: N may be 0, and then the spatial extents too (as PyTorch); C_in
     and every axis of w and b are >= 1.  Returns the :class:`Window` of the
@@ -536,7 +535,7 @@ def check_conv_transpose(
     for axis, (n, k, s, p, e, d) in enumerate(
         zip(xs.shape[2:], kernel, stride_t, padding_t, extra, dilation_t, strict=True)
     ):
-        fault = transpose_fault(xs.shape[0], axis, n, k, s, d, e)
+        fault = transpose_fault(xs.shape[0], axis, k, p, d)
         if fault is not None:
             raise _fail(op, fault)
         size = (n - 1) * s - 2 * p + d * (k - 1) + e + 1
