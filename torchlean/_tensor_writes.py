@@ -316,9 +316,12 @@ def _write(data: Any, index: Any, source: Array) -> None:
 def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:
     """The refusal of an ``index`` numpy cannot apply to ``t`` (out of range, of a kind numpy
     does not index with), naming the index, ``t``'s shape and numpy's reason; an
-    :class:`~torchlean.tensor.TensorIndexError` (an ``IndexError`` too, as torch's) where numpy's
-    was one (review203 F4)."""
-    kind = TensorIndexError if isinstance(exc, IndexError) else TensorError
+    :class:`~torchlean.tensor.TensorIndexError` (an ``IndexError`` too, as torch's) for an index
+    out of range or too many indices (review203 F4; not for an index of a kind numpy does not
+    take, a float or a string, which numpy also calls an ``IndexError``: review204 F3)."""
+    out_of_range = isinstance(exc, IndexError) and any(  # not numpy's IndexError of an index's kind
+        words in str(exc) for words in ("out of bounds", "too many indices"))
+    kind = TensorIndexError if out_of_range else TensorError
     return kind(f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {exc}")
 
 

@@ -1451,6 +1451,9 @@ def test_an_index_out_of_range_is_an_index_error_as_torch_s(index: object) -> No
         tl.tensor(np.zeros(2))[index] = 1.0
     # it pickles, as its siblings do (review203 F3: the class was not importable by its module)
     assert type(pickle.loads(pickle.dumps(caught.value))) is tl.TensorIndexError
+    with pytest.raises(tl.TensorError) as kind:  # an index of a kind numpy takes not (review204 F3)
+        tl.tensor(np.zeros(2))[1.5] = 1.0
+    assert not isinstance(kind.value, IndexError)
 
 
 def test_a_python_bool_operand_of_minus_is_refused_as_torch_refuses_it() -> None:

@@ -741,8 +741,10 @@ def test_a_stopped_run_whose_reader_left_says_nothing_was_written(tmp_path: Path
     import sys
 
     saved, record = tmp_path / "p.npz", tmp_path / "p.json"
+    # lr 20 stops in epoch 2, so epoch 1's line is written after the reader left (review204 F2: at
+    # lr 1000 the run stopped before writing to the gone reader, and no note was due)
     command = [sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--optimizer", "sgd", "--lr",
-               "1000", "--epochs", "3", "--stop-on-non-finite", "--save", str(saved),
+               "20", "--epochs", "3", "--stop-on-non-finite", "--save", str(saved),
                "--report-json", str(record)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
         assert process.stdout is not None and process.stderr is not None
@@ -750,7 +752,7 @@ def test_a_stopped_run_whose_reader_left_says_nothing_was_written(tmp_path: Path
         process.stdout.close()  # the reader goes away, as head -1 does
         err = process.stderr.read()
         assert process.wait(timeout=300) == 1
-    assert err.startswith("error: --stop-on-non-finite: at epoch 1/3, step 4/4") and err.count("\n") == 1, err
+    assert err.startswith("error: --stop-on-non-finite: at epoch 2/3, step 4/4") and err.count("\n") == 1, err
     assert not saved.exists() and not record.exists()
 
 
