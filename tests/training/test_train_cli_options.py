@@ -771,3 +771,21 @@ def test_the_divergence_warning_names_the_stop_option_only_to_a_run_without_it(
             == (not given), warning
     _, out, _ = cli(capsys, "train", "--help")
     assert "--kernel-times and --stop-on-non-finite" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("matcher", "hint"), [(r"^-\d+$|^-\d*\.\d+$", True), (r"-\.?\d", False)],
+                         ids=["python-3.11-argparse", "newer-argparse"])
+def test_the_dash_hint_asks_argparse_s_own_negative_number_rule(matcher: str, hint: bool) -> None:
+    """review203 F9, review204 F4: whether ``-1e-3`` was an option (3.11's argparse) or the first
+    ``--lr``'s value (CPython's newer rule) is the parser's to say; the hint follows the parser's
+    own matcher, here set to each version's."""
+    import re
+
+    from torchlean.cli import _Parser
+
+    parser = _Parser(prog="t")
+    parser.add_argument("--lr")
+    parser.add_argument("--epochs")
+    parser._negative_number_matcher = re.compile(matcher)
+    parser.words = ("--lr", "-1e-3", "--epochs", "2", "--lr")
+    assert parser._dash_value("argument --lr: expected one argument") is hint
