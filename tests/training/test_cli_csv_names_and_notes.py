@@ -637,3 +637,28 @@ def test_predict_says_the_guessed_header_once_beside_an_unknown_label_column(
     code, _, err = cli(capsys, "predict", str(model), "--dataset", str(guessed), "--label-column", "column_2")
     assert code == 2 and err.count("was read as a header") == 1, err
     assert err.splitlines()[-1] == f"error: unknown label column column_2 in {guessed} (known: 1 | 2 | z)"
+
+
+def test_a_guessed_header_of_numbers_in_every_feature_column_is_said_maybe_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review205 F1: a headerless copy of a run's file (text labels) loses its first row to the
+    header guess, and the note that its "header" names none of the features did not say that its
+    feature cells are all numbers, as a data row's; it names --no-header. A header of words does
+    not get the clause."""
+    rows = [f"{i / 10:g},{(i * 7) % 11 / 10:g},{'high' if i % 2 else 'low'}" for i in range(40)]
+    named, bare = tmp_path / "own.csv", tmp_path / "bare.csv"
+    named.write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    bare.write_text("\n".join(rows) + "\n")
+    model = tmp_path / "own.npz"
+    ok(capsys, "--dataset", str(named), *RUN, "--save", str(model))
+    out_csv = str(tmp_path / "p.csv")
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(bare), "--output", out_csv)
+    note = next(line for line in err.splitlines() if line.startswith("note: matched "))
+    assert code == 0
+    assert note.endswith("; its feature cells are all numbers: if it is a data row, pass --no-header")
+    words = tmp_path / "words.csv"
+    words.write_text("p,q,y\n" + "\n".join(rows) + "\n")
+    code, _, err = cli(capsys, "predict", str(model), "--dataset", str(words), "--output", out_csv)
+    note = next(line for line in err.splitlines() if line.startswith("note: matched "))
+    assert code == 0 and note.endswith("features (a, b)"), note

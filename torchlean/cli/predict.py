@@ -128,7 +128,7 @@ import numpy.typing as npt
 
 from torchlean import _delimiter, checkpoint, data, provenance
 from torchlean import functional as F
-from torchlean._cells import names_listed, nfc
+from torchlean._cells import _is_number, names_listed, nfc
 from torchlean._checks import DECIMAL_INTEGER
 from torchlean._csv import reading, stdin_read_once
 from torchlean._rows import Rows
@@ -501,10 +501,15 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
     columns = tuple(table.shown(i) for i in table.feature_indices(label))
     notes = tuple(note for note in (table.index_note(label), label_note) if note)
     if table.has_header and wanted:
+        # a row of numbers in every feature column reads as data lost to a header guess (review205 F1)
+        numbers = all(_is_number(table.names[i]) for i in table.feature_indices(label))
+        data_row = ""
+        if numbers:
+            data_row = "; its feature cells are all numbers: if it is a data row, pass --no-header"
         notes += (
             f"matched {table.shown_file}'s columns to the features by position: its header "
             f"({_names(table.names)}) names none of checkpoint {args.checkpoint}'s features "
-            f"({_names(wanted)})",
+            f"({_names(wanted)}){data_row}",
         )
     return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
                   table.lines, notes, delimiter=table.delimiter)
