@@ -1742,12 +1742,23 @@ std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const 
                              p.output_padding[i] < p.dilation[i]),
                      "torchlean_native_ext.", op, ": output_padding[", ax, "] = ",
                      p.output_padding[i], " must be >= 0 and below stride or dilation");
+      // ATen's transposed convolution computes its effective kernel, and its backward 2 * padding,
+      // in 32-bit ints (reference.spatial_guards.transpose_fault)
+      const std::int64_t effective = window_span(op, ax, kernel[i], p.dilation[i]);
+      TL_CHECK_VALUE(effective <= kInt32Window, "torchlean_native_ext.", op,
+                     ": dilation*(kernel - 1) + 1 = ", effective, " on spatial axis ", ax,
+                     " is too large (accepted: at most ", kInt32Window,
+                     " = 2**31 - 1; ATen's transposed convolution computes it in 32-bit ints)");
+      TL_CHECK_VALUE(x.size(0) == 0 || 2 * p.padding[i] <= kInt32Window, "torchlean_native_ext.",
+                     op, ": 2*padding = ", 2 * p.padding[i], " on spatial axis ", ax,
+                     " is too large (accepted: at most ", kInt32Window,
+                     " = 2**31 - 1 for a non-empty batch; the backward of ATen's transposed "
+                     "convolution computes it in 32-bit ints)");
       // (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1; the
       // parameters are below 2**31, the extent is any int64
       const std::int64_t grown =
           checked_mul(op, "(extent - 1) * stride", x.size(2 + ax) - 1, p.stride[i]);
-      const std::int64_t rest = window_span(op, ax, kernel[i], p.dilation[i]) +
-                                p.output_padding[i] - 2 * p.padding[i];
+      const std::int64_t rest = effective + p.output_padding[i] - 2 * p.padding[i];
       std::int64_t out = 0;
       TL_CHECK_VALUE(!c10::add_overflows(grown, rest, &out), "torchlean_native_ext.", op,
                      ": spatial axis ", ax, " would have an output extent beyond int64");
@@ -1765,6 +1776,15 @@ std::vector<std::int64_t> check_conv(const char* op, const at::Tensor& x, const 
       const std::size_t i = static_cast<std::size_t>(ax);
       spatial_out.push_back(
           window_out(op, ax, x.size(2 + ax), kernel[i], p.stride[i], p.padding[i], p.dilation[i]));
+      // ATen's convolution computes input + 2*padding - dilation*(kernel - 1) - 1 in 32-bit ints
+      // (reference.spatial_guards.conv_span_fault); window_out has checked it is >= 0
+      const std::int64_t span = padded_extent(op, ax, x.size(2 + ax), p.padding[i]) -
+                                window_span(op, ax, kernel[i], p.dilation[i]);
+      TL_CHECK_VALUE(x.size(0) == 0 || span <= kInt32Window, "torchlean_native_ext.", op,
+                     ": input + 2*padding - dilation*(kernel - 1) - 1 = ", span,
+                     " on spatial axis ", ax, " is too large (accepted: at most ", kInt32Window,
+                     " = 2**31 - 1 for a non-empty batch; ATen's convolution computes it in "
+                     "32-bit ints)");
     }
     out_channels = weight.size(0);
   }
