@@ -37,8 +37,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-_NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
-"""What argparse reads as a negative number (a positional) rather than as an option."""
+def negative_number(parser: argparse.ArgumentParser, word: str) -> bool:
+    """Whether ``parser`` reads ``word`` as a negative number (a value or a positional) rather than
+    as an option: argparse's own rule, which differs across Python versions (3.11 takes ``-1`` and
+    ``-.5``; later releases also ``-1e-3``: review203 F9, review204 F4)."""
+    return parser._negative_number_matcher.match(word) is not None
 
 
 def _shown_words(words: Sequence[str]) -> str:
@@ -160,9 +163,9 @@ class _Parser(argparse.ArgumentParser):
                 word.startswith("-")
                 and len(word) > 1
                 and "=" not in word
-                and not _NEGATIVE_NUMBER.fullmatch(word)
+                and not negative_number(self, word)
                 and not any(option.startswith(word) for option in self._option_string_actions)
-                and (not following.startswith("-") or _NEGATIVE_NUMBER.fullmatch(following))
+                and (not following.startswith("-") or negative_number(self, following))
                 and re.search(rf"(?<![\w.-]){re.escape(following)}(?![\w.-])", message)
             ):
                 return word
@@ -181,7 +184,7 @@ class _Parser(argparse.ArgumentParser):
             _abbreviates(word, options) and following.startswith("-")
             # argparse took it as the value, by its own rule, which differs across Python versions
             # (review201 F2, review203 F9)
-            and not self._negative_number_matcher.match(following)
+            and not negative_number(self, following)
             and not _abbreviates(following.split("=", 1)[0], self._option_string_actions)
             for word, following in itertools.pairwise(words)
         )
@@ -198,7 +201,7 @@ class _Parser(argparse.ArgumentParser):
                 and not word.startswith("--")
                 and len(word) > 1
                 and "=" not in word
-                and not _NEGATIVE_NUMBER.fullmatch(word)
+                and not negative_number(self, word)
                 and not any(option.startswith(word) for option in self._option_string_actions)
             ):
                 return (f" ({word} was read as an unknown option: write ./{word} for a path that starts "

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from torchlean.backend.display import escaped
-from torchlean.cli import _NEGATIVE_NUMBER
+from torchlean.cli import negative_number
 
 __all__ = ["command_refusal", "option_before_command"]
 
@@ -42,10 +42,11 @@ def command_refusal(message: str, commands: Sequence[str]) -> str:
     return message + near_command(str(ast.literal_eval(given[1])), commands)
 
 
-def positional(word: str) -> bool:
-    """Whether argparse reads ``word`` as a positional (the command's name, at the top level):
-    one that does not start with ``-``, ``-`` itself (standard input), or a negative number."""
-    return not word.startswith("-") or word == "-" or _NEGATIVE_NUMBER.fullmatch(word) is not None
+def positional(word: str, parser: argparse.ArgumentParser) -> bool:
+    """Whether ``parser`` reads ``word`` as a positional (the command's name, at the top level):
+    one that does not start with ``-``, ``-`` itself (standard input), or a negative number
+    (:func:`~torchlean.cli.negative_number`)."""
+    return not word.startswith("-") or word == "-" or negative_number(parser, word)
 
 
 def near_command(word: str, commands: Sequence[str]) -> str:
@@ -114,9 +115,9 @@ def _head(
     while index < len(words):
         word = words[index]
         name = word.partition("=")[0]
-        if positional(word) and (known or word in commands):
+        if positional(word, top) and (known or word in commands):
             return _Head(tuple(options), index)
-        if positional(word) or word == "--" or _action(top, name) is not None:
+        if positional(word, top) or word == "--" or _action(top, name) is not None:
             index += 1  # a word after an option of unknown values, or --help, --version
             continue
         owners = [parser for parser in commands.values() if _action(parser, name) is not None]
@@ -125,7 +126,7 @@ def _head(
             known = False
             count = 0
         taken = 0
-        while taken < count and index + 1 + taken < len(words) and positional(words[index + 1 + taken]):
+        while taken < count and index + 1 + taken < len(words) and positional(words[index + 1 + taken], top):
             taken += 1
         options.append((index, taken))
         index += 1 + taken

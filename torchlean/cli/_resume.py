@@ -76,6 +76,7 @@ from torchlean._data_errors import FLOAT64_HOLDS, FLOAT64_NEITHER, FLOAT64_PARTL
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli import _checkpoint_input as checkpoint_input
+from torchlean.cli import negative_number
 from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._spelling import cli_spelling
@@ -122,7 +123,6 @@ default in the run's header while the optimizer state trains at the recorded rat
 ``--max-grad-value``, ``--min-delta``, ``--monitor``, ``--test-fraction``, and any new one) are
 absent from the files written before them, which take their defaults: never add to this set."""
 _ANNEALING = ("cosine", "warmup_cosine")
-_NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -297,7 +297,7 @@ def _given(parser: argparse.ArgumentParser) -> set[str]:
     for word in words:
         if word == "--":
             break
-        if not word.startswith("-") or word == "-" or _NEGATIVE_NUMBER.fullmatch(word):
+        if not word.startswith("-") or word == "-" or negative_number(parser, word):
             continue
         name = word.split("=", 1)[0] if word.startswith("--") else word
         if name in known:
