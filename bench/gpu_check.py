@@ -28,7 +28,11 @@ Usage (on a machine with a CUDA device; finishes in a few minutes, the extension
    race or uninitialised memory. The case fails either way. Then every attention case, and the
    wide-head ``parity.SMALL_TILE_CASES``, on direct attention's smallest tiles
    (``parity.smallest_tiles``; their rows carry ``tiles``), the kernels a card with less shared
-   memory per block runs (sm_86/sm_89: 99 KiB, a T4: 64 KiB), which an H100/H200 never picks.
+   memory per block runs (sm_86/sm_89: 99 KiB, a T4: 64 KiB), which an H100/H200 never picks;
+   then ``parity.ELEMENT_BLOCK_CASES`` (several blocks of the one-thread-per-item kernels:
+   ``rand_uniform``, ``bernoulli_mask``, ``smooth_max_pool``, ``selective_scan``) on 2 blocks
+   (``parity.few_element_blocks``; their rows carry ``element_blocks``), through the grid-stride
+   loops a launch reaches by itself only beyond 268 million items (review208 F1).
 3. End to end (eager sessions, float32, the same minibatches): a few SGD steps of the digits MLP
    under ``checked_cuda`` and of the digits transformer (its attention op) under ``checked_cuda``,
    ``libtorch_forward_cuda`` and ``libtorch_forward_strict``; records the capsules each session
@@ -429,25 +433,38 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
-def _parity_runs() -> list[tuple[parity.ParityCase, bool, torch.dtype, bool]]:
-    """Every parity run in sweep order: ``(case, composed, dtype, smallest)``. Each case runs in
+_SMALLEST_TILES = "smallest-tiles"
+_FEW_ELEMENT_BLOCKS = "few-element-blocks"
+_SETTINGS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+    _SMALLEST_TILES: parity.smallest_tiles,
+    _FEW_ELEMENT_BLOCKS: parity.few_element_blocks,
+}
+"""The extension settings a parity run may be made under (none: ``""``)."""
+
+
+def _parity_runs() -> list[tuple[parity.ParityCase, bool, torch.dtype, str]]:
+    """Every parity run in sweep order: ``(case, composed, dtype, setting)``. Each case runs in
     float32 and float64 (attention cases of rank 3 or 4 also on the composed capsule); then every
-    attention case again on direct attention's smallest tiles (``smallest``:
+    attention case again on direct attention's smallest tiles (setting ``smallest-tiles``:
     :func:`~parity.smallest_tiles`), in both dtypes, and :data:`~parity.SMALL_TILE_CASES` in their
     dtypes, so the kernels a device with less shared memory runs, which an H100/H200 never picks,
-    run on the GPU too (review178 F2, review185 F1)."""
+    run on the GPU too (review178 F2, review185 F1); then :data:`~parity.ELEMENT_BLOCK_CASES` in
+    both dtypes on 2 blocks (``few-element-blocks``: :func:`~parity.few_element_blocks`), through
+    the kernels' grid-stride loops (review208 F1)."""
     both = (torch.float32, torch.float64)
     attention = parity.cases_for([parity.ATTENTION])
-    runs = [(case, False, dtype, False) for case in parity.CASES for dtype in both]
-    runs += [(case, True, dtype, False) for case in attention if case.composed for dtype in both]
-    runs += [(case, False, dtype, True) for case in attention for dtype in both]
-    runs += [(case, False, dtype, True) for case, dtype in parity.SMALL_TILE_CASES]
+    runs = [(case, False, dtype, "") for case in parity.CASES for dtype in both]
+    runs += [(case, True, dtype, "") for case in attention if case.composed for dtype in both]
+    runs += [(case, False, dtype, _SMALLEST_TILES) for case in attention for dtype in both]
+    runs += [(case, False, dtype, _SMALLEST_TILES) for case, dtype in parity.SMALL_TILE_CASES]
+    element = [case for case in parity.CASES if case in parity.ELEMENT_BLOCK_CASES]
+    runs += [(case, False, dtype, _FEW_ELEMENT_BLOCKS) for case in element for dtype in both]
     return runs
 
 
 def _run_case(case: parity.ParityCase, dtype: torch.dtype, device: torch.device, composed: bool,
-              smallest: bool) -> parity.CaseResult:
-    with parity.smallest_tiles() if smallest else contextlib.nullcontext():
+              setting: str) -> parity.CaseResult:
+    with _SETTINGS[setting]() if setting else contextlib.nullcontext():
         return parity.run_case(case, dtype, device, composed=composed)
 
 
@@ -458,18 +475,19 @@ def _parity(
 ) -> list[dict[str, Any]]:
     """Every parity run of :func:`_parity_runs` (each case in float32 and float64, attention cases
     of rank 3 or 4 also on the composed capsule, then the attention cases on the smallest tiles,
-    whose rows carry ``tiles``); ``on_case`` gets each record as soon as it exists.
+    whose rows carry ``tiles``, and the element-block cases on 2 blocks, whose rows carry
+    ``element_blocks``); ``on_case`` gets each record as soon as it exists.
     Raises :class:`DeviceFault` (after passing the faulting case's record) when a failed case left
     the device unusable."""
     records: list[dict[str, Any]] = []
-    for case, composed, dtype, smallest in _parity_runs():
-        prefix = "composed:" if composed else "smallest-tiles:" if smallest else ""
+    for case, composed, dtype, setting in _parity_runs():
+        prefix = "composed:" if composed else f"{setting}:" if setting else ""
         label = f"{prefix}{case.id} [{str(dtype).removeprefix('torch.')}]"
         if budget is not None and budget.exhausted():
             raise _OutOfTime(f"parity from {label}")
         print(f"  {label:<70}", end="", flush=True)  # a hang leaves the case's name on screen
         start = time.perf_counter()
-        result = _run_case(case, dtype, device, composed, smallest)
+        result = _run_case(case, dtype, device, composed, setting)
         row = {
             "case": result.case,
             "op": result.op,
@@ -484,14 +502,16 @@ def _parity(
             "problems": list(result.problems),
             "seconds": round(time.perf_counter() - start, 4),
         }
-        if smallest:
+        if setting == _SMALLEST_TILES:
             row["tiles"] = "smallest"
+        elif setting == _FEW_ELEMENT_BLOCKS:
+            row["element_blocks"] = parity.FEW_ELEMENT_BLOCKS
         fault = None if result.passed else _device_fault(device)
         verdict = "ok" if result.passed else "FAIL"
         if not result.passed and fault is None:
             # the same inputs once more: a failure that does not repeat points at a race or
             # at uninitialised memory rather than at the arithmetic (the case still fails)
-            again = _run_case(case, dtype, device, composed, smallest)
+            again = _run_case(case, dtype, device, composed, setting)
             fault = _device_fault(device)
             row["rerun"] = {
                 "passed": again.passed,
@@ -1286,6 +1306,8 @@ def _parity_phase(recorder: Recorder, device: torch.device, budget: Budget) -> l
         )
         for r in failed:
             tiles = " on the smallest tiles" if r.get("tiles") == "smallest" else ""  # review186 F6
+            if "element_blocks" in r:
+                tiles = f" on {r['element_blocks']} element blocks"
             print(f"  FAIL {r['case']} [{r.get('dtype', '?')}]{tiles}: {'; '.join(r['problems'])}")
     return failed
 

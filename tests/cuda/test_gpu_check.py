@@ -79,11 +79,19 @@ def test_parity_sweep_records_every_case_on_the_emulation(
     attention = [case for case in cases if case.op == parity.ATTENTION]
     smallest = [(case.id, dtype) for case in attention for dtype in ("float32", "float64")]
     smallest += [(case.id, str(dtype).removeprefix("torch.")) for case, dtype in parity.SMALL_TILE_CASES]
-    assert len(records) == 2 * (len(cases) + len(composed)) + len(smallest)
+    # review208 F1: then the chosen ops' multi-block cases on 2 blocks, in both dtypes
+    few = [(case.id, dtype) for case in cases if case in parity.ELEMENT_BLOCK_CASES
+           for dtype in ("float32", "float64")]
+    assert {case for case, _ in few} == {f"selective_scan/{kind}-many-blocks" for kind in ("shared", "token")}
+    assert len(records) == 2 * (len(cases) + len(composed)) + len(smallest) + len(few)
+    assert [(r["case"], r["dtype"], r.pop("element_blocks")) for r in records[-len(few):]] == [
+        (case, dtype, 2) for case, dtype in few
+    ]
+    records = records[:-len(few)]
     assert [(r["case"], r["dtype"], r.pop("tiles")) for r in records[-len(smallest):]] == [
         (case, dtype, "smallest") for case, dtype in smallest
     ]
-    assert not any("tiles" in r for r in records)
+    assert not any("tiles" in r or "element_blocks" in r for r in records)
     direct_only = {case.id for case in cases if not case.composed}
     assert direct_only and direct_only <= {r["case"] for r in records}  # on direct attention alone
     assert not {f"composed:{case}" for case in direct_only} & {r["case"] for r in records}
@@ -349,11 +357,12 @@ def test_a_failing_case_runs_again_and_the_record_says_whether_it_repeats(
 
     _wrap_run_case(monkeypatch, failing)
     records = gpu_check._parity(torch.device("cpu"))
-    by_case = {(r["case"], r["dtype"], r.get("tiles")): r for r in records}
+    by_case = {(r["case"], r["dtype"], r.get("tiles"), r.get("element_blocks")): r for r in records}
     smallest = 2 * len(parity.cases_for([parity.ATTENTION])) + len(parity.SMALL_TILE_CASES)
-    assert len(by_case) == len(records) == 2 * len(parity.CASES) + smallest  # each run once
-    transient = by_case[("relu/vector", "float32", None)]
-    persistent = by_case[("exp/vector", "float64", None)]
+    few = 2 * len(set(parity.CASES) & set(parity.ELEMENT_BLOCK_CASES))
+    assert len(by_case) == len(records) == 2 * len(parity.CASES) + smallest + few  # each run once
+    transient = by_case[("relu/vector", "float32", None, None)]
+    persistent = by_case[("exp/vector", "float64", None, None)]
     assert (transient["passed"], transient["problems"]) == (False, [wrong])
     assert transient["rerun"]["passed"] is True and transient["rerun"]["problems"] == []
     assert (persistent["passed"], persistent["rerun"]["passed"]) == (False, False)
@@ -1124,6 +1133,8 @@ def test_the_parity_phase_names_the_smallest_tiles_in_its_fail_lines(
          "tiles": "smallest"},
         {"case": "attention/causal", "dtype": "float64", "passed": False, "problems": ["forward nan"]},
         {"case": "relu/vector", "dtype": "float32", "passed": True, "problems": []},
+        {"case": "selective_scan/token-many-blocks", "dtype": "float64", "passed": False,
+         "problems": ["forward 0.5"], "element_blocks": 2},
     ]
 
     def sweep(device: torch.device, append: Callable[[dict[str, Any]], None], budget: Any) -> None:
@@ -1133,8 +1144,9 @@ def test_the_parity_phase_names_the_smallest_tiles_in_its_fail_lines(
     monkeypatch.setattr(gpu_check, "_parity", sweep)
     recorder = gpu_check.Recorder(tmp_path / "record.json", {})
     failed = gpu_check._parity_phase(recorder, torch.device("cpu"), gpu_check.Budget(0))
-    assert failed == rows[:2]
+    assert failed == [rows[0], rows[1], rows[3]]
     printed = capsys.readouterr().out.splitlines()
+    assert "  FAIL selective_scan/token-many-blocks [float64] on 2 element blocks: forward 0.5" in printed
     assert "  FAIL attention/causal [float32] on the smallest tiles: d q 3e-05" in printed
     assert "  FAIL attention/causal [float64]: forward nan" in printed
-    assert json.loads((tmp_path / "record.json").read_text())["parity_summary"]["failed"] == 2
+    assert json.loads((tmp_path / "record.json").read_text())["parity_summary"]["failed"] == 3

@@ -165,6 +165,54 @@ def test_own_kernels_do_not_depend_on_thread_order(op: str, emulation: ModuleTyp
             assert torch.equal(runs[0].isneginf(), other.isneginf()), case.id
 
 
+def _work_items(case: parity.ParityCase) -> int:
+    """The threads an element-block case launches, by hand: one per draw, per pool output (the
+    forward; the backward has one per input, more), per (batch, state) scan channel."""
+    spec = case.make(np.random.default_rng(0))
+    if case.op in FORWARD_ONLY:
+        return int(np.prod(spec.params["shape"]))
+    x = spec.arrays[0] if case.op == "smooth_max_pool" else spec.arrays[3]
+    assert x is not None
+    if case.op == "selective_scan":
+        return int(x.size)  # h0 (batch, state)
+    n, c, *extents = x.shape
+    k, stride, pad = spec.params["kernel_size"], spec.params["stride"], spec.params["padding"]
+    return int(n * c * np.prod([(e + 2 * pad - k) // stride + 1 for e in extents]))
+
+
+def test_element_block_cases_need_more_blocks_than_the_few() -> None:
+    """review208 F1: each of the one-thread-per-item kernels has a case of several blocks of 256,
+    more than :data:`parity.FEW_ELEMENT_BLOCKS` hold, so that under the limit each thread takes a
+    turn of the grid-stride loop."""
+    assert {case.op for case in parity.ELEMENT_BLOCK_CASES} == set(OWN_KERNELS) - {"hard_masked_softmax"}
+    assert set(parity.ELEMENT_BLOCK_CASES) <= set(parity.CASES)
+    for case in parity.ELEMENT_BLOCK_CASES:
+        assert _work_items(case) > 256 * parity.FEW_ELEMENT_BLOCKS, case.id
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_element_block_cases_pass_through_the_grid_stride_loops_emulated(
+    dtype: torch.dtype, emulation: ModuleType
+) -> None:
+    """review208 F1: on 2 blocks (``parity.few_element_blocks``) the kernels' grid-stride loops
+    cover the rest; a kernel without the loop passes on its default blocks and fails here (a
+    selective_scan forward whose loop stepped past the end: forward errors 0.999 and 0.921)."""
+    default = emulation.set_max_element_blocks(1)
+    emulation.set_max_element_blocks(default)
+    with parity.few_element_blocks():
+        assert emulation.set_max_element_blocks(parity.FEW_ELEMENT_BLOCKS) == parity.FEW_ELEMENT_BLOCKS
+        for case in parity.ELEMENT_BLOCK_CASES:
+            result = parity.run_case(case, dtype, torch.device("cpu"))
+            assert result.passed, (case.id, result.problems)
+    assert emulation.set_max_element_blocks(default) == default  # restored on exit
+
+
+@pytest.mark.parametrize("blocks", [0, -1, 65535 * 16 + 1])
+def test_the_element_block_limit_refuses_a_count_out_of_range(blocks: int, emulation: ModuleType) -> None:
+    with pytest.raises(ValueError, match=rf"blocks = {blocks} \(accepted: 1 to 1048560\)"):
+        emulation.set_max_element_blocks(blocks)
+
+
 # ---------------------------------------------------------------------------- boundary checks
 
 
@@ -963,8 +1011,9 @@ def test_stub_matches_the_bindings() -> None:
     tree = ast.parse((ROOT / "stubs" / "torchlean_native_ext.pyi").read_text())
     typed = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert typed == bound
-    # device_type, forwards, backwards, direct attention, its tile memory cap (review178 F2)
-    assert len(bound) == 1 + 46 + 44 + 2 + 1
+    # device_type, forwards, backwards, direct attention, its tile memory cap (review178 F2), the
+    # element block limit (review208 F1)
+    assert len(bound) == 1 + 46 + 44 + 2 + 1 + 1
 
 
 def test_smooth_max_pool_backward_checks_out_as_every_entry_point_checks_its_operands(

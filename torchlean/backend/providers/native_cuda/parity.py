@@ -64,12 +64,15 @@ __all__ = [
     "ATTENTION",
     "ATTENTION_KEY_TILE",
     "CASES",
+    "ELEMENT_BLOCK_CASES",
+    "FEW_ELEMENT_BLOCKS",
     "NATIVE_OPS",
     "SMALL_TILE_CASES",
     "SMALL_TILE_SHARED_MEMORY",
     "TOLERANCE",
     "CaseResult",
     "ParityCase",
+    "few_element_blocks",
     "run_case",
     "smallest_tiles",
 ]
@@ -716,16 +719,41 @@ def _distinct_pair(r: np.random.Generator) -> Inputs:
     return Inputs((a, b))
 
 
-def _scan(token: bool, batch: int = 2, steps: int = 7) -> Callable[[np.random.Generator], Inputs]:
+def _scan(
+    token: bool, batch: int = 2, steps: int = 7, state: int = 5
+) -> Callable[[np.random.Generator], Inputs]:
     def make(r: np.random.Generator) -> Inputs:
-        x = _normal(r, batch, steps, 5)
-        shape = x.shape if token else (5,)
+        x = _normal(r, batch, steps, state)
+        shape = x.shape if token else (state,)
         a = r.uniform(-0.95, 0.95, shape)
         b = _normal(r, *shape)
-        return Inputs((a, b, x, _normal(r, batch, 5)))
+        return Inputs((a, b, x, _normal(r, batch, state)))
 
     return make
 
+
+ELEMENT_BLOCK_CASES: tuple[ParityCase, ...] = (
+    ParityCase(
+        "rand_uniform",
+        "many-blocks",
+        lambda r: Inputs((), {"shape": (3, 1000), "seed": 77, "counter": 3}, False),
+    ),
+    ParityCase(
+        "bernoulli_mask",
+        "many-blocks",
+        lambda r: Inputs((), {"shape": (4097,), "keep_prob": 0.6, "seed": 19, "counter": 5}, False),
+    ),
+    _window_case(
+        "smooth_max_pool", "many-blocks", (2, 3, 40, 41), beta=2.0, kernel_size=3, stride=2, padding=1
+    ),
+    ParityCase("selective_scan", "shared-many-blocks", _scan(False, batch=3, steps=6, state=300)),
+    ParityCase("selective_scan", "token-many-blocks", _scan(True, batch=3, steps=6, state=300)),
+)
+"""Cases of the kernels that run one thread per work item in blocks of 256 (the extension's
+``element_blocks``) over several blocks: 3000 draws, 4097 draws, 2520 pool outputs and 9840 inputs,
+900 scan channels (review208 F1: every other case of these ops fits one block, where a kernel that
+ignored its block index would pass). :func:`few_element_blocks` runs them on 2 blocks, through the
+kernels' grid-stride loops."""
 
 CASES: tuple[ParityCase, ...] = (
     ParityCase("matmul", "2d", lambda r: Inputs((_normal(r, 5, 7), _normal(r, 7, 3)))),
@@ -950,6 +978,7 @@ CASES: tuple[ParityCase, ...] = (
     ParityCase(ATTENTION, "widest-heads", _attention((1,), 9, 40, 256, 256, masked=True)),
     ParityCase(ATTENTION, "no-keys", _attention((2,), 3, 0, 4, 5, masked=True)),
     ParityCase(ATTENTION, "empty-batch", _attention((0, 2), 5, 6, 4, 3, masked=False)),
+    *ELEMENT_BLOCK_CASES,
 )
 """Every case; each of :data:`NATIVE_OPS` and :data:`ATTENTION` has at least one."""
 
@@ -997,6 +1026,29 @@ def smallest_tiles() -> Iterator[None]:
         yield
     finally:
         module.set_attention_smallest_tiles(previous)
+
+
+FEW_ELEMENT_BLOCKS = 2
+"""The block limit :func:`few_element_blocks` sets."""
+
+
+@contextlib.contextmanager
+def few_element_blocks() -> Iterator[None]:
+    """Within the block, the kernels that run one thread per work item launch at most
+    :data:`FEW_ELEMENT_BLOCKS` blocks (the extension's ``set_max_element_blocks``, process-wide, on
+    the build kernels launch on), so that their grid-stride loops, which a launch reaches by itself
+    only beyond 268 million work items, cover the rest of :data:`ELEMENT_BLOCK_CASES` (review208
+    F1). The previous limit is restored on exit. Not for concurrent use from several threads.
+
+    Raises:
+        NativeExtensionError: the extension cannot be loaded.
+    """
+    module = extension.active_module()
+    previous = module.set_max_element_blocks(FEW_ELEMENT_BLOCKS)
+    try:
+        yield
+    finally:
+        module.set_max_element_blocks(previous)
 
 
 def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:

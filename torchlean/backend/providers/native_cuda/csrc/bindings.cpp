@@ -308,6 +308,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          py::arg("mask_layout"), py::arg("out"), py::arg("lse"), py::arg("scale"),
          py::arg("stream"));
   TL_DEF(set_attention_smallest_tiles, py::arg("on"));
+  TL_DEF(set_max_element_blocks, py::arg("blocks"));
 #ifdef TORCHLEAN_EMULATE
   m.def("emulation_launch_with_shared_memory", &emulation_launch_with_shared_memory,
         py::arg("bytes"), py::arg("opt_in"),

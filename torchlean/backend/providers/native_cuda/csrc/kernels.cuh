@@ -859,10 +859,11 @@ TL_GLOBAL void bernoulli_mask_kernel(T* __restrict__ out, std::int64_t n, std::u
 constexpr int kElementThreads = 256;
 constexpr std::int64_t kMaxGridBlocks = 65535LL * 16;  // grid-stride loops cover the rest
 
-inline unsigned int element_blocks(std::int64_t n) {
+// Blocks of kElementThreads for n work items, at most `cap` (1 <= cap <= kMaxGridBlocks).
+inline unsigned int element_blocks(std::int64_t n, std::int64_t cap = kMaxGridBlocks) {
   std::int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
   if (blocks < 1) blocks = 1;
-  if (blocks > kMaxGridBlocks) blocks = kMaxGridBlocks;
+  if (blocks > cap) blocks = cap;
   return static_cast<unsigned int>(blocks);
 }
 

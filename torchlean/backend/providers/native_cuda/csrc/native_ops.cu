@@ -57,6 +57,14 @@ inline cudaStream_t current_stream(c10::Device device, std::int64_t& handle) {
 inline int device_index_of(const at::Tensor& t) { return static_cast<int>(t.device().index()); }
 #endif
 
+// The most blocks a launch of one thread per work item takes (its kernel's grid-stride loop covers
+// the rest): tl::kMaxGridBlocks, or fewer under set_max_element_blocks.
+std::atomic<std::int64_t> max_element_blocks{tl::kMaxGridBlocks};
+
+inline unsigned int element_blocks(std::int64_t n) {
+  return tl::element_blocks(n, max_element_blocks.load());
+}
+
 // The stream an own kernel of `op` launches on: torch's current stream of `device`, on which
 // ATen allocated, filled and will free the buffers the kernel touches.  `handle` (the entry
 // point's last argument) must name that stream: a handle of another stream, another device's or
@@ -1498,7 +1506,7 @@ namespace {
 template <class T>
 void launch_uniform(at::Tensor& out, std::uint64_t key, cudaStream_t stream) {
   auto* kernel = &tl::rand_uniform_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(out.numel())), dim3(tl::kElementThreads), 0, stream,
+  TL_LAUNCH(kernel, dim3(element_blocks(out.numel())), dim3(tl::kElementThreads), 0, stream,
             out.data_ptr<T>(), out.numel(), key);
   tl::check_launch("rand_uniform_forward");
 }
@@ -1506,7 +1514,7 @@ void launch_uniform(at::Tensor& out, std::uint64_t key, cudaStream_t stream) {
 template <class T>
 void launch_bernoulli(at::Tensor& out, std::uint64_t key, double keep, cudaStream_t stream) {
   auto* kernel = &tl::bernoulli_mask_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(out.numel())), dim3(tl::kElementThreads), 0, stream,
+  TL_LAUNCH(kernel, dim3(element_blocks(out.numel())), dim3(tl::kElementThreads), 0, stream,
             out.data_ptr<T>(), out.numel(), key, static_cast<T>(keep));
   tl::check_launch("bernoulli_mask_forward");
 }
@@ -1985,7 +1993,7 @@ template <class T>
 void launch_smooth_forward(const at::Tensor& x, at::Tensor& out, const tl::PoolGeometry& geo,
                            double beta, cudaStream_t stream) {
   auto* kernel = &tl::smooth_max_pool_forward_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(geo.channels * geo.out_size)),
+  TL_LAUNCH(kernel, dim3(element_blocks(geo.channels * geo.out_size)),
             dim3(tl::kElementThreads), 0, stream, x.data_ptr<T>(), out.data_ptr<T>(),
             static_cast<T*>(nullptr), geo, static_cast<T>(beta));
   tl::check_launch("smooth_max_pool_forward");
@@ -1996,12 +2004,12 @@ void launch_smooth_backward(const at::Tensor& x, const at::Tensor& g, at::Tensor
                             const tl::PoolGeometry& geo, double beta, cudaStream_t stream) {
   at::Tensor stats = at::empty({geo.channels * geo.out_size * 2}, x.options());
   auto* stats_kernel = &tl::smooth_max_pool_forward_kernel<T>;
-  TL_LAUNCH(stats_kernel, dim3(tl::element_blocks(geo.channels * geo.out_size)),
+  TL_LAUNCH(stats_kernel, dim3(element_blocks(geo.channels * geo.out_size)),
             dim3(tl::kElementThreads), 0, stream, x.data_ptr<T>(), static_cast<T*>(nullptr),
             stats.data_ptr<T>(), geo, static_cast<T>(beta));
   tl::check_launch("smooth_max_pool_backward (window statistics)");
   auto* kernel = &tl::smooth_max_pool_backward_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(geo.channels * geo.in_size)),
+  TL_LAUNCH(kernel, dim3(element_blocks(geo.channels * geo.in_size)),
             dim3(tl::kElementThreads), 0, stream, x.data_ptr<T>(), g.data_ptr<T>(),
             stats.data_ptr<T>(), dx.data_ptr<T>(), geo, static_cast<T>(beta));
   tl::check_launch("smooth_max_pool_backward");
@@ -2198,7 +2206,7 @@ void launch_scan_forward(const at::Tensor& a, const at::Tensor& b, const at::Ten
                          const at::Tensor& h0, at::Tensor& h, const tl::ScanShape& s,
                          cudaStream_t stream) {
   auto* kernel = &tl::selective_scan_forward_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(s.batch * s.state)), dim3(tl::kElementThreads), 0,
+  TL_LAUNCH(kernel, dim3(element_blocks(s.batch * s.state)), dim3(tl::kElementThreads), 0,
             stream, a.data_ptr<T>(), b.data_ptr<T>(), x.data_ptr<T>(), h0.data_ptr<T>(),
             h.data_ptr<T>(), s);
   tl::check_launch("selective_scan_forward");
@@ -2210,7 +2218,7 @@ void launch_scan_backward(const at::Tensor& a, const at::Tensor& b, const at::Te
                           at::Tensor& da, at::Tensor& db, at::Tensor& dx, at::Tensor& dh0,
                           const tl::ScanShape& s, cudaStream_t stream) {
   auto* kernel = &tl::selective_scan_backward_kernel<T>;
-  TL_LAUNCH(kernel, dim3(tl::element_blocks(s.batch * s.state)), dim3(tl::kElementThreads), 0,
+  TL_LAUNCH(kernel, dim3(element_blocks(s.batch * s.state)), dim3(tl::kElementThreads), 0,
             stream, a.data_ptr<T>(), b.data_ptr<T>(), x.data_ptr<T>(), h0.data_ptr<T>(),
             h.data_ptr<T>(), g.data_ptr<T>(), da.data_ptr<T>(), db.data_ptr<T>(),
             dx.data_ptr<T>(), dh0.data_ptr<T>(), s);
@@ -2537,5 +2545,12 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
 }
 
 bool set_attention_smallest_tiles(bool on) { return attention_smallest_tiles.exchange(on); }
+
+std::int64_t set_max_element_blocks(std::int64_t blocks) {
+  TL_CHECK_VALUE(blocks >= 1 && blocks <= tl::kMaxGridBlocks,
+                 "torchlean_native_ext.set_max_element_blocks: blocks = ", blocks,
+                 " (accepted: 1 to ", tl::kMaxGridBlocks, ")");
+  return max_element_blocks.exchange(blocks);
+}
 
 }  // namespace torchlean_native

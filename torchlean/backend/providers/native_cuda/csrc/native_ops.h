@@ -237,5 +237,11 @@ Grads direct_attention_backward(const Tensor& g, const Tensor& q, const Tensor& 
 // the smallest ones itself, so bench/gpu_check.py runs the attention parity cases on them too
 // (review178 F2, review185 F1).
 bool set_attention_smallest_tiles(bool on);
+// At most `blocks` (1 to tl::kMaxGridBlocks, the default) blocks per launch of the kernels that run
+// one thread per work item (rand_uniform, bernoulli_mask, smooth_max_pool, selective_scan), whose
+// grid-stride loops then cover the rest, process-wide; returns the previous limit.  A launch
+// reaches the default only beyond 268 million work items, so bench/gpu_check.py runs those ops'
+// multi-block parity cases on 2 blocks too (review208 F1).
+std::int64_t set_max_element_blocks(std::int64_t blocks);
 
 }  // namespace torchlean_native
