@@ -126,6 +126,20 @@ def test_the_reviews_3d_avg_pool_is_the_same_guard_error_under_both_profiles(pro
     assert "spatial axis 0 (1 < 2)" in message and "avg_pool3d" in message
 
 
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_a_max_pool_window_of_padding_only_never_reaches_torch(profile: str) -> None:
+    """review206: torch 2.13's ``max_pool1d`` accepts a window made of padding only (dilation 4 over
+    3 inputs) and its backward then writes outside the input; the process later died in malloc.
+    ``fast_cpu`` runs torch's kernel, so the shared guard's refusal, before anything runs, is what
+    keeps it safe: do not loosen it to match torch."""
+    x = np.arange(2 * 3, dtype=np.float32).reshape(1, 2, 3)
+    with tl.session(profile):
+        t = tl.tensor(x, requires_grad=True)
+        with pytest.raises(GuardError, match=r"^max_pool: window 0 on spatial axis 0 covers only padding"):
+            tl.max_pool(t, 2, 1, 1, 4)
+        assert t.grad is None
+
+
 def _run(profile: str, op: str, x: Array, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     with tl.session(profile):
         t = tl.tensor(x, requires_grad=True)
