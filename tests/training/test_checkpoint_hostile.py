@@ -721,3 +721,92 @@ def test_a_containers_memory_limit_bounds_what_loads(good, tmp_path, monkeypatch
     assert _memory.usable_memory() == 100
     with pytest.raises(CheckpointError, match=r"more than the memory this process may use \(0\.0 GiB\)"):
         checkpoint.load(good)
+
+
+# ------------------------------------------------- review207 F1, F2, F5: damage numpy lets out raw
+
+
+def _raw_npy(header: str, data: bytes) -> bytes:
+    """A ``.npy`` 1.0 member whose header is ``header`` as written (not a numpy-written dict)."""
+    text = header.encode("latin-1")
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data
+
+
+def _refused_everywhere(path: Path, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``checkpoint.load`` raises a CheckpointError with ``reason`` (a regex), and ``inspect`` and
+    ``predict`` print it as one ``error:`` line with exit status 2, no traceback."""
+    start = rf"^{re.escape(str(path))}: cannot read the \.npz archive \("
+    with pytest.raises(CheckpointError, match=start + reason):
+        checkpoint.load(path)
+    capsys.readouterr()
+    out = path.with_suffix(".csv")
+    for argv in (["inspect", str(path)], ["predict", str(path), "--dataset", "iris", "--output", str(out)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+        assert re.search(reason, err), err
+    assert not out.exists()
+
+
+BIAS = "weights/0.bias.npy"
+BIAS_DATA = np.arange(4, dtype="<f4").tobytes()  # --hidden 4
+
+
+@pytest.mark.parametrize(
+    ("header", "error"),
+    [
+        # numpy retries a header that is no Python literal with its Python 2 tokenizer, which
+        # raises tokenize.TokenError at an open bracket or IndentationError at ragged indentation
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), } (\n", "TokenError"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n    1\n  2\n", "IndentationError"),
+    ],
+    ids=["open-bracket", "ragged-indentation"],
+)
+def test_a_header_the_python2_tokenizer_fails_on_is_refused_as_damage(good, tmp_path, capsys, header, error):
+    path = _rewrite(good, tmp_path / "header.npz", replace={BIAS: _raw_npy(header, BIAS_DATA)})
+    reason = rf"entry 'weights/0\.bias': its \.npy header cannot be parsed \({error}: "
+    _refused_everywhere(path, reason, capsys)
+
+
+def _damaged(good: Path, target: Path, compression: int, at: int) -> Path:
+    """A copy of ``good`` compressed with ``compression`` whose first member's compressed data has
+    byte ``at`` set to 0xFF (deflate: a block of the reserved type 3 at byte 0; LZMA: after
+    zipfile's 4-byte properties header and the 5 property bytes, a range coder's first byte, which
+    must be 0)."""
+    _rewrite(good, target, compression=compression)
+    with zipfile.ZipFile(target) as archive:
+        info = archive.infolist()[0]
+    raw = bytearray(target.read_bytes())
+    start = info.header_offset
+    name_length, extra_length = (int.from_bytes(raw[start + i : start + i + 2], "little") for i in (26, 28))
+    raw[start + 30 + name_length + extra_length + at] = 0xFF
+    target.write_bytes(bytes(raw))
+    return target
+
+
+@pytest.mark.parametrize(("compression", "at", "reason"), [
+    (zipfile.ZIP_DEFLATED, 0, r"Error -3 while decompressing data: invalid block type"),
+    (zipfile.ZIP_LZMA, 9, r"Corrupt input data"),
+], ids=["deflate", "lzma"])
+def test_damaged_compressed_data_is_refused_naming_the_entry(good, tmp_path, capsys, compression, at, reason):
+    # review207 F2: zipfile lets zlib.error and LZMAError out of a damaged member (bzip2's are OSErrors)
+    path = _damaged(good, tmp_path / "damaged.npz", compression, at)
+    with zipfile.ZipFile(path) as archive:
+        first = archive.infolist()[0].filename.removesuffix(".npy")
+    entry = re.escape(repr(first))
+    _refused_everywhere(path, rf"entry {entry}: its compressed data is damaged \({reason}\)", capsys)
+
+
+def test_a_python2_style_header_loads_without_numpys_warning(good, tmp_path, capsys):
+    # review207 F5: numpy reads '(4L,)' through its Python 2 fallback and warned on stderr, with
+    # torchlean's source lines, about a file "created on Python 2"
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4L,), }\n"
+    path = _rewrite(good, tmp_path / "py2.npz", replace={BIAS: _raw_npy(header, BIAS_DATA)})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = checkpoint.load(path)
+    np.testing.assert_array_equal(loaded.weights["0.bias"], np.arange(4, dtype=np.float32), strict=True)
+    assert main(["inspect", str(path)]) == 0
+    assert capsys.readouterr().err == ""
