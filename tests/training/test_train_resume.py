@@ -22,7 +22,7 @@ from cli_runs import OTHER_TRAINING_ROWS, arrays, cli, metadata, ok
 from torchlean import checkpoint
 from torchlean.checkpoint import CheckpointError, TrainingState
 from torchlean.cli import _resume as resume
-from torchlean.cli import main
+from torchlean.cli import build_parser, main
 from torchlean.trainer import Trainer
 
 SMALL = ("--dataset", "iris", "--hidden", "8")
@@ -684,6 +684,32 @@ def test_settings_every_checkpoint_records_are_required_the_newer_ones_default(c
         np.testing.assert_array_equal(arrays(resumed)[name], value, err_msg=name)
 
 
+def test_a_null_setting_of_an_option_with_a_default_is_refused_as_a_missing_one(capsys, saved, tmp_path):
+    """review207 F3/F4: ``train --save`` records an option with a default by its value, given or
+    not; a null there (a hand edit) crashed --resume (``dataset``, ``batch_size``, ``lr_schedule``:
+    TypeError, AttributeError) or was refused as if the user had given it (``unknown model None``),
+    or, for ``test_fraction``, as settings that "predate --test-fraction". Each is refused naming
+    the checkpoint and the options; a null of an option without a default (``label_column``, not
+    given) is the run's own and resumes."""
+    parser = next(a for a in build_parser()._actions if isinstance(a.choices, dict)).choices["train"]
+    actions = resume._settings(parser)
+    defaulted = [dest for dest, action in actions.items() if action.default is not None]
+    assert {"dataset", "batch_size", "lr_schedule", "model", "test_fraction", "seed"} <= set(defaulted)
+    for dest in defaulted:
+        edited = rewrite_training(saved, tmp_path / f"{dest}.npz", **{dest: NULL})
+        option = "/".join(actions[dest].option_strings)
+        assert refused(capsys, "--resume", str(edited), "--epochs", "4") == (
+            f"checkpoint {edited}: its training settings record {option} as null, which torchlean train "
+            "--save never writes (an option with a default is recorded with its value, given or not), so "
+            "the run's settings are not known (a checkpoint edited by hand?): --resume cannot continue it; "
+            "train a new run (torchlean predict still reads it)"
+        ), dest
+    several = rewrite_training(saved, tmp_path / "several.npz", seed=NULL, model=NULL)
+    assert "record --model, --seed as null," in refused(capsys, "--resume", str(several), "--epochs", "4")
+    assert metadata(saved)["training"]["settings"]["label_column"] is None
+    ok(capsys, "--resume", str(saved), "--epochs", "4")
+
+
 def test_a_mismatched_optimizer_state_is_refused(capsys, saved, tmp_path):
     # a hand edit of the settings: sgd and plain adam keep buffers of the same names and shapes,
     # told apart by the state's kind entry; AMSGrad's third buffer is missing from it too
@@ -926,7 +952,7 @@ def test_a_hung_up_terminal_is_silenced_so_the_run_goes_on_to_save(monkeypatch):
 
 _INTERRUPT_EPOCH_2 = """
 import signal, sys
-from torchlean.cli import main
+from torchlean.cli import build_parser, main
 from torchlean.trainer import Trainer
 original = Trainer.fit
 def fit(self, *args, **kwargs):

@@ -414,7 +414,8 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             :func:`torchlean.cli._checkpoint_input.load`); a checkpoint without training state, or
             whose training state has no settings (built in Python); a setting it records that this
             torchlean does not know or refuses; settings lacking one of :data:`ALWAYS_RECORDED`
-            (a hand edit; a setting newer than the checkpoint takes its default); options given
+            (a hand edit; a setting newer than the checkpoint takes its default), or recording
+            null for an option with a default (a hand edit); options given
             that differ from the checkpoint's
             (``--lr 0.01 differs from the checkpoint's 0.005``, every one at once; not
             ``--dataset`` naming a CSV file or ``--delimiter``, which :func:`check_data`'s data digest
@@ -471,6 +472,16 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
             f"checkpoint {shown}: its training settings lack {names}, which every torchlean train --save "
             "records (given or not), so the run's settings are not known (a checkpoint edited by hand?): "
             "--resume cannot continue it; train a new run (torchlean predict still reads it)"
+        )
+    nulled = [dest for dest in actions if dest in recorded and recorded[dest] is None
+              and actions[dest].default is not None]
+    if nulled:  # review207 F3/F4: as a missing setting (a null lr_schedule crashed the run)
+        names = ", ".join(_option(actions[dest]) for dest in nulled)
+        raise TorchLeanError(
+            f"checkpoint {shown}: its training settings record {names} as null, which torchlean train "
+            "--save never writes (an option with a default is recorded with its value, given or not), so "
+            "the run's settings are not known (a checkpoint edited by hand?): --resume cannot continue it; "
+            "train a new run (torchlean predict still reads it)"
         )
     for dest, action in actions.items():
         if dest not in recorded:  # an option newer than the checkpoint: its default
