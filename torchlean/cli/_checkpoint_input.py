@@ -6,14 +6,15 @@ gave the reader's error alone)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from torchlean import checkpoint, data
+from torchlean import checkpoint, data, provenance
 from torchlean._csv import BlankRowError
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import shown_path
 
-__all__ = ["csv_refusal", "is_csv", "load"]
+__all__ = ["csv_refusal", "digested", "is_csv", "load"]
 
 
 def is_csv(path: str | os.PathLike[str]) -> bool:
@@ -54,3 +55,30 @@ def load(path: str | Path, role: str, usage: str) -> checkpoint.Checkpoint:
         if refusal is None:
             raise
         raise refusal from None
+
+
+def digested(
+    path: str | Path, read: Callable[[], checkpoint.Checkpoint]
+) -> tuple[checkpoint.Checkpoint, str]:
+    """``read()`` (the checkpoint at ``path``) with the SHA-256 of the bytes it read: the file is
+    digested before and after the read, and the two must agree, so that a report never pairs one
+    file's contents with another's digest (review207 F7: another process's ``--save`` may replace
+    the file between the reads).
+
+    Raises:
+        TorchLeanError: the digests differ (naming the file; run again once it is written), or the
+            file read cannot be digested afterwards; what ``read`` raises.
+    """
+    try:
+        before: str | None = provenance.file_sha256(path)
+    except TorchLeanError:
+        before = None  # not a readable file: read() says why
+    saved = read()
+    after = provenance.file_sha256(path)
+    if before != after:
+        raise TorchLeanError(
+            f"checkpoint {shown_path(path)} changed while it was read (replaced by another process, such as "
+            "a torchlean train --save?), so what was read and its digest may be of different files; run "
+            "the command again once it is written"
+        )
+    return saved, after

@@ -108,15 +108,16 @@ def register(subparsers: Any) -> None:
 
 
 def facts(
-    path: Path, saved: checkpoint.Checkpoint, dataset: str | None = None, delimiter: str | None = None
+    path: Path, saved: checkpoint.Checkpoint, digest: str, dataset: str | None = None,
+    delimiter: str | None = None,
 ) -> dict[str, Any]:
-    """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, as JSON-ready
-    data (``None`` where the checkpoint records nothing; ``capsules_match`` and
-    ``capsules_differences`` as :func:`_capsules_compared` gives them); with ``dataset`` (read with
-    ``delimiter``, default the run's), ``dataset_given``, ``dataset_sha256``, ``data_matches``
-    (None when unknown), ``data_difference`` (why they are not the run's data when
-    ``data_matches`` is False, else None) and ``dataset_error`` (why the data could not be loaded
-    as the run loaded its data; None when they were)."""
+    """What :func:`run` reports of the checkpoint ``saved`` read from ``path``, whose bytes have
+    the SHA-256 ``digest``, as JSON-ready data (``None`` where the checkpoint records nothing;
+    ``capsules_match`` and ``capsules_differences`` as :func:`_capsules_compared` gives them); with
+    ``dataset`` (read with ``delimiter``, default the run's), ``dataset_given``,
+    ``dataset_sha256``, ``data_matches`` (None when unknown), ``data_difference`` (why they are
+    not the run's data when ``data_matches`` is False, else None) and ``dataset_error`` (why the
+    data could not be loaded as the run loaded its data; None when they were)."""
     from torchlean.cli import predict  # the data comparison of predict --split
 
     training = saved.training
@@ -132,7 +133,7 @@ def facts(
     source = None if recorded_source is None or current_source is None else recorded_source == current_source
     record: dict[str, Any] = {
         "checkpoint": str(path),
-        "checkpoint_sha256": provenance.file_sha256(path),
+        "checkpoint_sha256": digest,
         "version": saved.version,
         "model": saved.model,
         "hidden": saved.hidden,
@@ -560,14 +561,15 @@ def run(args: argparse.Namespace) -> int:
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)  # before report_beside
-    saved = checkpoint_input.load(  # review115 F6: a CSV file given as the checkpoint says so
+    saved, digest = checkpoint_input.digested(args.checkpoint, lambda: checkpoint_input.load(
+        # review115 F6: a CSV file given as the checkpoint says so
         args.checkpoint, "CHECKPOINT",
         "the order is inspect CHECKPOINT [--dataset DATA], CHECKPOINT a file written by torchlean train "
         "--save",
-    )
+    ))
     if args.dataset is not None and not shipped:
         _csv.check_file(args.dataset)  # review64 F2: a missing file is an error, as for predict
-    record = facts(args.checkpoint, saved, args.dataset, args.delimiter)
+    record = facts(args.checkpoint, saved, digest, args.dataset, args.delimiter)
     with report_beside(args.report_json):
         for line in _lines(record, saved):
             print(line)

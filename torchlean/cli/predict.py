@@ -147,7 +147,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
-from torchlean.cli._checkpoint_input import csv_refusal
+from torchlean.cli._checkpoint_input import csv_refusal, digested
 from torchlean.cli._completion import completed
 from torchlean.cli._eager_hint import eager_alternative
 from torchlean.cli._loading import loading_bar
@@ -1191,7 +1191,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         check_writable(args.output, "--output")
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
-    saved = _load_checkpoint(args)
+    if args.report_json is None:
+        saved, digest = _load_checkpoint(args), None
+    else:  # the digest of the bytes read (review207 F7)
+        saved, digest = digested(args.checkpoint, lambda: _load_checkpoint(args))
     if args.probabilities and saved.task != "classification":
         raise TorchLeanError(
             f"--probabilities applies to classification checkpoints, and checkpoint "
@@ -1378,10 +1381,10 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
             completed(0)
         print(f"wrote {shown_path(args.output)}", file=out)
     if args.report_json is not None:
-        assert compared is not None
+        assert compared is not None and digest is not None
         write_json_record(args.report_json, {
             "checkpoint": str(args.checkpoint),
-            "checkpoint_sha256": provenance.file_sha256(args.checkpoint),
+            "checkpoint_sha256": digest,
             "dataset": dataset_name(args.dataset),
             "rows": count,
             "split": args.split,

@@ -1,0 +1,92 @@
+"""review207 F7: ``inspect`` printed, and ``predict --report-json`` recorded, a ``checkpoint_sha256``
+of a second read of the file, after ``checkpoint.load`` had read it; another process's ``--save``
+replacing the file between the reads paired one file's contents with another's digest. The digest
+is now of the file before and after the read, which must agree, else the command refuses.
+
+Oracle: ``hashlib.sha256`` of the file's bytes; a ``checkpoint.load`` wrapped to replace the file
+with another checkpoint right after reading it (as a concurrent ``--save`` would).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_runs import cli
+
+from torchlean import checkpoint
+from torchlean.cli import main
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("digest")
+    first, second = folder / "first.npz", folder / "second.npz"
+    for path, epochs in ((first, "1"), (second, "2")):
+        argv = ["train", "--dataset", "iris", "--hidden", "4", "--epochs", epochs, "--save", str(path)]
+        assert main(argv) == 0
+    return first, second
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _replaced_after_reading(monkeypatch: pytest.MonkeyPatch, path: Path, other: Path) -> None:
+    original = checkpoint.load
+
+    def load(given: object) -> checkpoint.Checkpoint:
+        saved = original(given)  # type: ignore[arg-type]
+        shutil.copyfile(other, path)  # another process's --save, between the reads
+        return saved
+
+    monkeypatch.setattr(checkpoint, "load", load)
+
+
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_the_digest_is_of_the_bytes_read(two, tmp_path, capsys, command):
+    first, _ = two
+    record = tmp_path / "record.json"
+    argv = [command, str(first), "--report-json", str(record)]
+    if command == "predict":
+        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+    code, _, err = cli(capsys, *argv)
+    assert code == 0, err
+    assert json.loads(record.read_text())["checkpoint_sha256"] == _sha256(first)
+
+
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_a_checkpoint_replaced_while_it_is_read_is_refused(two, tmp_path, capsys, monkeypatch, command):
+    first, second = two
+    path = tmp_path / "m.npz"
+    shutil.copyfile(first, path)
+    _replaced_after_reading(monkeypatch, path, second)
+    record = tmp_path / "record.json"
+    argv = [command, str(path), "--report-json", str(record)]
+    if command == "predict":
+        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err == (
+        f"error: checkpoint {path} changed while it was read (replaced by another process, such as a "
+        "torchlean train --save?), so what was read and its digest may be of different files; run the "
+        "command again once it is written\n"
+    )
+    assert not record.exists()
+    # the file as it stands now is read and digested as usual
+    monkeypatch.undo()
+    assert cli(capsys, *argv)[0] == 0
+    assert json.loads(record.read_text())["checkpoint_sha256"] == _sha256(second)
+
+
+def test_predict_without_a_record_does_not_digest(two, tmp_path, capsys, monkeypatch):
+    # no digest is reported, so the file is read once, as before
+    first, second = two
+    path = tmp_path / "m.npz"
+    shutil.copyfile(first, path)
+    _replaced_after_reading(monkeypatch, path, second)
+    code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
+    assert code == 0, err
