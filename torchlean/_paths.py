@@ -7,29 +7,32 @@ from __future__ import annotations
 
 import os
 
-from torchlean.backend.display import escaped
+from torchlean.backend.display import path_shown
 
 __all__ = ["lookup_failure", "missing_file_name"]
 
 
 def missing_file_name(given: str) -> str:
-    """``given`` (a path as the user wrote it) as a not-found message names it: escaped
-    (:func:`~torchlean.backend.display.escaped`); when it has blanks (spaces, tabs) at an end,
+    """``given`` (a path as the user wrote it) as a not-found message names it: as
+    :func:`~torchlean.backend.display.path_shown` shows it (``$'q\\x80.npz'`` for a name that needs
+    escapes: review207 F8); when it has blanks (spaces, tabs) at an end,
     quoted, followed by a word on them, naming the file without them when that exists
     (``'ok.csv ' (its name ends in a blank; ok.csv exists)``). Raises nothing: a path that
     cannot be checked is named without that word."""
-    named = escaped(given)
+    named = path_shown(given)
     stripped = given.strip(" \t")
     if stripped == given:
         return named
+    if named == given:  # else quoted already
+        named = f"'{named}'"
     ends = "starts and ends" if given[0] in " \t" and given[-1] in " \t" else (
         "starts" if given[0] in " \t" else "ends")
     try:
         found = bool(stripped) and os.path.exists(stripped)  # not Path: it drops a final "/"
     except OSError:  # a name too long, or not checkable here
         found = False
-    other = f"; {escaped(stripped)} exists" if found else ""
-    return f"'{named}' (its name {ends} with a blank{other})"
+    other = f"; {path_shown(stripped)} exists" if found else ""
+    return f"{named} (its name {ends} with a blank{other})"
 
 
 def lookup_failure(path: str | os.PathLike[str]) -> str | None:

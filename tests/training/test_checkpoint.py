@@ -1455,15 +1455,16 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     (``PYTHONIOENCODING=utf-8``): the ``wrote``/``saved:`` lines, and the report's ``dataset=``,
     ``checkpoint=`` and ``trained_on=``, raised UnicodeEncodeError (a traceback, exit 1) after the
     files were written. They now print the byte as ``\\xfd`` (review197 F5: not Python's stand-in
-    ``\\udcfd``); under
-    an ASCII stdout (``PYTHONIOENCODING=ascii``) a non-ASCII name prints as ``\\xfc`` (it was a
+    ``\\udcfd``), in the shell's ``$'...'`` quoting (review207 F8: apart from a name holding a
+    backslash, an ``x``, ``f``, ``d``); under
+    an ASCII stdout (``PYTHONIOENCODING=ascii``) a non-ASCII name prints as ``$'\\u00fc'`` (it was a
     one-line error after the checkpoint was saved, review17 diff F5)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     base = [sys.executable, "-m", "torchlean"]
     odd = os.fsdecode(b"\xfd")
     data_in, saved, record, predictions = (tmp_path / f"{odd}.{ext}" for ext in ("csv", "npz", "json", "out"))
     data_in.write_bytes(labels_csv.read_bytes())
-    shown = {path: f"{tmp_path}/\\xfd.{path.suffix[1:]}" for path in (data_in, saved, record, predictions)}
+    shown = {path: f"$'{tmp_path}/\\xfd.{path.suffix[1:]}'" for path in (data_in, saved, record, predictions)}
     trained = subprocess.run(
         [*base, "train", "--dataset", str(data_in), "--epochs", "1", "--hidden", "4", "--save", str(saved),
          "--report-json", str(record)],
@@ -1471,8 +1472,8 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     )
     assert trained.returncode == 0, trained.stderr
     lines = trained.stdout.splitlines()
-    # a backslash would not survive shell splitting: the key=value line quotes it (review63 F7)
-    quoted = {path: shlex.quote(text) for path, text in shown.items()}
+    # the key=value lines quote them as shlex reads them, Python's escapes inside (review63 F7)
+    quoted = {path: shlex.quote(text[2:-1]) for path, text in shown.items()}
     assert lines[0].startswith(f"dataset={quoted[data_in]} train=48 test=12 ")
     assert lines[-2:] == [f"wrote {shown[record]}", f"saved: {shown[saved]}"]
     predicted = subprocess.run(
@@ -1497,7 +1498,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
         capture_output=True, text=True, env={**env, "PYTHONIOENCODING": "utf-8:strict"}, cwd=tmp_path,
     )
     assert (missing.returncode, missing.stderr) == (
-        2, f"error: checkpoint file not found: {tmp_path}/\\xfd.gone\n"
+        2, f"error: checkpoint file not found: $'{tmp_path}/\\xfd.gone'\n"
     )
     umlaut = tmp_path / "\u00fc.csv"
     umlaut.write_bytes(labels_csv.read_bytes())
@@ -1509,7 +1510,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped_on_a_strict_stdout(tmp_path
     assert (ascii_out.returncode, ascii_out.stderr) == (0, "")
     lines = ascii_out.stdout.splitlines()
     assert lines[0].startswith(f"dataset='{tmp_path}/\\xfc.csv' train=48 ")  # quoted: a backslash
-    assert lines[-1] == f"saved: {tmp_path}/\\xe9.npz"
+    assert lines[-1] == f"saved: $'{tmp_path}/\\u00e9.npz'"
     assert (tmp_path / "\u00e9.npz").is_file()
 
 

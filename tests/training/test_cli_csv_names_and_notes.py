@@ -217,7 +217,7 @@ def test_a_missing_path_with_blanks_at_an_end_is_quoted(
         "dataset file not found: 'ok.csv ' (its name ends with a blank; ok.csv exists)"
     )
     assert _refused(capsys, "train", "--dataset", "\tgone.csv") == (
-        "dataset file not found: '\\tgone.csv' (its name starts with a blank)"
+        "dataset file not found: $'\\tgone.csv' (its name starts with a blank)"
     )
     assert _refused(capsys, "train", "--dataset", " ok.csv ") == (
         "dataset file not found: ' ok.csv ' (its name starts and ends with a blank; ok.csv exists)"

@@ -1,8 +1,9 @@
 """review103 F4: a path holding a line break or an escape character was printed raw in the
 "not found" errors and the ``saved:``/``wrote`` lines: one error split over two lines, and an
 escape sequence reached the terminal (header lines already escaped them). Now such a character
-is written as its backslash escape, as Python writes it in a literal. Oracle: ``repr`` of the
-path, less its quotes."""
+is written as its backslash escape, as Python writes it in a literal, inside bash's ``$'...'``
+quoting (review207 F8: apart from a name holding a backslash literally). Oracle: ``repr`` of the
+path (which holds no quote or backslash), less its quotes, in ``$'...'``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ NEWLINE, ESCAPE = "a\nb", "c\x1b[31md"
 
 
 def _shown(path: Path) -> str:
-    return repr(str(path))[1:-1]
+    assert "'" not in str(path) and "\\" not in str(path)
+    return "$'" + repr(str(path))[1:-1] + "'"
 
 
 def test_not_found_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -54,3 +56,24 @@ def test_write_refusals_are_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
                          "--report-json", str(both))
     assert code == 2 and "\x1b" not in err and err.count("\n") == 1, err
     assert f"--save {_shown(both)} name the same file" in err
+
+
+def test_a_name_with_an_escape_reads_apart_from_one_holding_a_backslash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review207 F8: ``q\\x80`` (a backslash, an ``x``, an ``8``, a ``0``) and ``q`` + the byte
+    0x80 printed alike in ``saved:`` and the not-found errors. The escaped name is now in bash's
+    ``$'...'`` quoting (which pastes back as the same name), the literal one as it is."""
+    import os
+
+    literal, byte = "q\\x80", os.fsdecode(b"q\x80")
+    cases = {literal: f"{tmp_path}/q\\x80{{}}", byte: f"$'{tmp_path}/q\\x80{{}}'"}
+    for stem, shown in cases.items():
+        code, out, err = cli(capsys, "train", "--dataset", str(tmp_path / f"{stem}.csv"))
+        assert (code, err) == (2, f"error: dataset file not found: {shown.format('.csv')}\n")
+        code, out, err = cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4",
+                             "--save", str(tmp_path / f"{stem}.npz"))
+        assert code == 0, err
+        assert out.splitlines()[-1] == f"saved: {shown.format('.npz')}"
+    assert cases[literal] != cases[byte]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{literal}.npz", f"{byte}.npz"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LINE_LIMIT", "cut", "escaped", "name_shown"]
+__all__ = ["LINE_LIMIT", "cut", "escaped", "name_shown", "path_shown"]
 
 
 def name_shown(text: object) -> str:
@@ -44,6 +44,43 @@ def escaped(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else _as_bytes(repr(char)[1:-1]) for char in text)
+
+
+def path_shown(path: str, encoding: str = "utf-8") -> str:
+    """A file name as a line of text shows it: as given when each of its characters is printable
+    and ``encoding`` writes it; else in bash's ANSI-C quoting, ``$'...'``, which reads apart from a
+    name holding the same characters literally and pastes into bash as the same name (review207
+    F8: ``q\\x80.npz`` and ``q`` + the byte 0x80 printed alike). Inside it a byte of a name that is
+    not UTF-8 (held as a lone surrogate, ``os.fsdecode``'s surrogateescape) is ``\\x80``, an ASCII
+    character that is not printable its escape (``\\n``, ``\\x1b``), any other character that is
+    not printable or that ``encoding`` cannot write ``\\u00e9`` / ``\\U0001f600``, and a
+    backslash or a quote is escaped; so the name cannot split the line or reach the terminal."""
+    if all(_writable(char, encoding) for char in path):
+        return path
+    return "$'" + "".join(_ansi_c(char, encoding) for char in path) + "'"
+
+
+def _writable(char: str, encoding: str) -> bool:
+    """Whether ``char`` prints as itself: printable, and ``encoding`` writes it."""
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return char.isprintable()
+
+
+def _ansi_c(char: str, encoding: str) -> str:
+    """``char`` inside bash's ``$'...'`` quoting (:func:`path_shown`)."""
+    if char in "\\'":
+        return "\\" + char
+    if _writable(char, encoding):
+        return char
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # the byte 0x80-0xff of a name that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return repr(char)[1:-1]  # \n, \t, \x1b
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 LINE_LIMIT = 400

@@ -25,7 +25,7 @@ from torchlean._atomic import (
     writes_in_place,
 )
 from torchlean._csv import STDIN_SHOWN
-from torchlean.backend.display import escaped
+from torchlean.backend.display import escaped, path_shown
 from torchlean.backend.errors import TorchLeanError
 from torchlean.data import STDIN
 
@@ -47,6 +47,7 @@ __all__ = [
     "output_path",
     "report_beside",
     "shown_path",
+    "shown_text",
     "source_note",
     "strict_json",
     "write_json_record",
@@ -327,17 +328,25 @@ def check_distinct(
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
-    """``path`` as a line of the report prints it: as given, except that what standard output's
-    encoding cannot write is written as a backslash escape: a byte of a file name that is not
-    UTF-8 (held as a lone surrogate) as the byte, ``\\xfd`` for 0xfd (:func:`escaped`), or under an
-    ASCII stdout (``PYTHONIOENCODING=ascii``) any non-ASCII character as Python writes it on
-    stderr (``\\xe9`` for ``é``, which then reads like the byte 0xe9: review200 F7). Printed as
-    is, they raised ``UnicodeEncodeError`` after the command's work was done (the checkpoint
-    saved, the run reported as failed). A character that is not printable (a line break, an
-    escape character) is written as its backslash escape too (:func:`escaped`), so the path
-    cannot split the line or reach the terminal (review103 F4)."""
+    """``path`` as a line of the report prints it (:func:`torchlean.backend.display.path_shown`):
+    as given when each of its characters is printable and standard output's encoding writes it,
+    else in bash's ``$'...'`` quoting (review207 F8), its escapes inside: a byte of a file name
+    that is not UTF-8 as the byte (``\\xfd``), a character that is not printable (a line break,
+    an escape character: review103 F4) or that stdout cannot write (any non-ASCII character under
+    ``PYTHONIOENCODING=ascii``: review200 F7) as its escape. Printed as is, such names raised
+    ``UnicodeEncodeError`` after the command's work was done (the checkpoint saved, the run
+    reported as failed)."""
+    return path_shown(os.fspath(path), getattr(sys.stdout, "encoding", None) or "utf-8")
+
+
+def shown_text(text: str) -> str:
+    """A text that is no path (a name from a checkpoint, written as a Python literal where it holds
+    what is not printable: :func:`torchlean.data.display_name`) as standard output's encoding
+    writes it: each character that is not printable, or that the encoding cannot write, as Python's
+    backslash escape (``\\u00e9`` under ``PYTHONIOENCODING=ascii``, ``\\ud800`` for a lone
+    surrogate: review67 F14)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    return escaped(os.fspath(path)).encode(encoding, "backslashreplace").decode(encoding)
+    return escaped(text).encode(encoding, "backslashreplace").decode(encoding)
 
 
 def source_note() -> str:
@@ -356,10 +365,12 @@ def header_value(path: str | os.PathLike[str]) -> str:
     """``path`` (or another text: ``trained_on=``, the checkpoint's dataset) as a ``key=value``
     header line shows it (``dataset=``, ``checkpoint=``): its characters that are not printable
     written as backslash escapes (:func:`escaped`: ``trained_on='a\\nb'``, one line, review67 F2),
-    then as :func:`shown_path` shows it, shell-quoted (:func:`shlex.quote`) when shell splitting
-    would not give it back as one word (a blank, a quote, a backslash: ``dataset='my data.csv'``),
-    so the line splits into its pairs (``shlex.split``; review63 F7); else as is."""
-    shown = shown_path(escaped(os.fspath(path)))
+    and those stdout cannot write too (:func:`shown_text`), shell-quoted (:func:`shlex.quote`) when
+    shell splitting would not give it back as one word (a blank, a quote, a backslash:
+    ``dataset='my data.csv'``), so the line splits into its pairs (``shlex.split``; review63 F7);
+    else as is. Not :func:`shown_path`'s ``$'...'``, which ``shlex.split`` does not read: a name
+    holding a backslash and one holding what is escaped can print alike here (review207 F8)."""
+    shown = shown_text(os.fspath(path))
     try:
         whole = shlex.split(shown) == [shown]
     except ValueError:  # a quote left open

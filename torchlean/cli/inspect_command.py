@@ -77,6 +77,7 @@ from torchlean.cli._output import (
     output_path,
     report_beside,
     shown_path,
+    shown_text,
     write_json_record,
 )
 from torchlean.cli._spelling import cli_spelling
@@ -355,12 +356,12 @@ def _text(value: str) -> str:
     :func:`torchlean.data.display_name` shows names in messages (itself when printable, without
     blanks at its ends and not empty; else its Python literal: ``''``, ``'iris\\n...'``), so one
     field is one line and no control character reaches the terminal (review67 F2); a character
-    stdout's encoding cannot write as Python's backslash escape (:func:`shown_path`: a lone
+    stdout's encoding cannot write as Python's backslash escape (:func:`shown_text`: a lone
     surrogate is ``\\ud800``, review67 F14); cut after :data:`LINE_LIMIT` characters, with the
     text's length (``'xxxx'... (50000000 characters; --report-json has them all)``)."""
     if len(value) <= LINE_LIMIT:
-        return shown_path(data.display_name(value))
-    return f"{shown_path(data.display_name(value[:LINE_LIMIT]))}... ({len(value)} characters; {_WHOLE})"
+        return shown_text(data.display_name(value))
+    return f"{shown_text(data.display_name(value[:LINE_LIMIT]))}... ({len(value)} characters; {_WHOLE})"
 
 
 def _names(values: list[Any] | tuple[Any, ...], noun: str) -> str:
@@ -395,7 +396,7 @@ def _argv(words: list[str]) -> str:
     for word in words:
         if room <= 0:
             break
-        kept.append(shlex.quote(shown_path(escaped(word[:room]))))
+        kept.append(shlex.quote(shown_text(word[:room])))
         room -= len(word) + 1
     text = " ".join(kept)
     if length <= LINE_LIMIT:
