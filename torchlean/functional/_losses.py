@@ -248,6 +248,11 @@ def cross_entropy(
     mean(-sum_c log_softmax)`` (torch's ``cross_entropy_loss_label_smoothing``); for
     probabilities, the target ``p * (1 - s) + s / C`` (computed in the logits' dtype).
 
+    With probabilities, a ``-inf`` logit (a class masked out) gives NaN even where its target
+    probability is 0, whose term is ``0 * -inf``, and logits whose spread overflows the dtype
+    (float32 ``[3e38, -3e38]``) give NaN or ``inf`` where the loss is finite, as torch's (review209
+    F3): give masked classes a large finite negative logit instead (``-1e9``), or use class ids.
+
     Records ``log_softmax``, ``gather``, ``reduce_mean``, ``sub`` for indices (the indices are
     given the class axis by a numpy reshape of the index data, which carries no gradient), and
     ``log_softmax``, ``mul``, ``reduce_sum``, ``reduce_mean``, ``sub`` for probabilities; the

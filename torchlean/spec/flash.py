@@ -238,7 +238,13 @@ def flash_attention_backward(
         where the cotangent is finite and its products with ``v`` and ``O`` do not overflow;
         otherwise both are non-finite there, but may put ``inf`` and NaN in different entries
         (``D = rowsum(dO ∘ O)`` and the standard ``sum_j P dP`` meet ``0 * inf`` in different
-        places; review193 F3). Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside,
+        places; review193 F3). "Up to rounding" grows with the scores' magnitude: ``P`` is
+        recomputed as ``exp(S - lse)`` from the rounded logsumexp, whose ulp at large positive
+        scores is comparable to ``log`` of the row's denominator (review209 F2: two tied keys at
+        float64 scores of 1e5 give dV 1.6e-12 relative off the standard backward, at 1e12 1.6e-5,
+        at 1e16 ``[1, 1]`` for ``[0.5, 0.5]``; float32 2e-4 at 1e4), where the standard backward,
+        which recomputes the max-shifted softmax, stays exact; this is the algorithm's, as the
+        GPU kernels'. Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside,
         query tiles inside, ``P`` recomputed from the logsumexp, ``D = rowsum(dO ∘ O)``).
 
     Raises:
