@@ -11,6 +11,7 @@ from backend_builders import make_capsule, misaligned
 from torchlean.autograd.session import Session
 from torchlean.backend import profiles
 from torchlean.backend.availability import Availability
+from torchlean.backend.capsule import KernelCapsule
 from torchlean.backend.errors import SessionError
 from torchlean.backend.planner import explain_op
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy, ProviderPreference
@@ -346,3 +347,59 @@ def test_the_sdpa_capsules_outside_checked_cpu_name_only_the_profile_that_select
         "  aten.scaled_dot_product_attention (aten/cpu): not in this profile's capsule modules (module aten; "
         "selected by: fast_cpu)",
     ]
+
+
+def _forward_only_relu(name: str, summary: str | None = None) -> KernelCapsule:
+    """A forward-only copy of reference.relu (VJP mode none), its value summary replaced by
+    ``summary`` when given (a claim the reference handler does not keep)."""
+    from torchlean.backend.contracts import vjp_unavailable
+
+    relu = next(c for m in all_modules() for c in m.capsules if c.name == "reference.relu")
+    copy = dataclasses.replace(
+        relu, name=name, vjp_mode=VJPMode.NONE, vjp_contract=vjp_unavailable(BackendOp.RELU, "Forward only.")
+    )
+    if summary is not None:
+        value = dataclasses.replace(copy.value_contract, summary=summary)
+        copy = dataclasses.replace(copy, value_contract=value)
+    return copy
+
+
+def test_explain_and_plan_report_name_what_predict_selects_and_whether_a_session_refuses_it() -> None:
+    """review211 F1: a forward-only capsule is selected only without gradients (predict,
+    evaluate, no_grad()); explain and plan_report looked at the training policy alone, so one whose
+    claims its handler does not keep got no note, training ran, and the first predict was refused."""
+    import numpy as np
+
+    import torchlean as tl
+
+    wrong = _forward_only_relu("mylib.relu_fwd", "Faster ReLU.")
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (wrong,))])
+    text = profile.explain("relu")
+    selected = ("  note: without gradients (predict, evaluate, no_grad()) mylib.relu_fwd is selected for "
+                "relu instead (it offers VJP mode none)")
+    assert selected in text.splitlines()
+    assert "  note: mylib.relu_fwd would run on the handler of reference.relu but claims otherwise (value " \
+        "contract: 'Faster ReLU.'" in text
+    assert text.splitlines()[-1] == "result: relu -> reference.relu"
+    report = profile.plan_report(["relu"])
+    assert "    note: without gradients (predict, evaluate, no_grad()) mylib.relu_fwd is selected" in report
+    assert "a session refuses it before relu runs" in report
+    with tl.session(profile), tl.no_grad(), pytest.raises(SessionError, match=r"mylib\.relu_fwd"):
+        tl.relu(tl.tensor(np.ones(3)))
+    # a forward-only capsule that keeps its handler's claims: named, not refused; predict runs it
+    right = _forward_only_relu("mylib.relu_fwd")
+    profile = profiles.get("checked_cpu").with_capsule_modules([CapsuleModule("mylib", (right,))])
+    text = profile.explain("relu")
+    assert selected in text.splitlines() and "claims otherwise" not in text
+    with tl.session(profile) as session, tl.no_grad():
+        tl.relu(tl.tensor(np.ones(3)))
+    assert [kernel.capsule.name for kernel in session.selected] == ["mylib.relu_fwd"]
+
+
+def test_shipped_profiles_select_the_same_capsules_without_gradients() -> None:
+    """The no-grad note never appears for a shipped profile: each selects the same capsule for
+    every op with and without gradients."""
+    for name in profiles.names():
+        profile = profiles.get(name)
+        for op in BackendOp:
+            assert "without gradients" not in profile.explain(op), (name, op)

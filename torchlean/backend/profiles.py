@@ -297,7 +297,35 @@ class BackendProfile:
         refusals = [] if error is not None else [_session_refusal(c, self.policy) for c in selected]
         for note in filter(None, refusals):
             lines.insert(-1, f"  note: {note}")
+        if error is None:
+            lines[-1:-1] = self._inference_lines(op, selected)
         return "\n".join(lines)
+
+    def _inference_lines(self, op: BackendOp, selected: Sequence[KernelCapsule]) -> list[str]:
+        """When this profile asks for VJPs and its no-grad twin (what ``predict``, ``evaluate``
+        and ``no_grad()`` plan under: :meth:`with_vjp_mode` ``none``) selects another capsule
+        for ``op`` (a forward-only one of your own), a note naming it, and a note when a session
+        would refuse that one before it runs (review211 F1: a forward-only capsule whose claims
+        differ from its handler's let training run and refused the first ``predict``)."""
+        chosen = self._inference_choice(op)
+        if chosen is None or chosen.identity in {capsule.identity for capsule in selected}:
+            return []
+        lines = [
+            f"  note: without gradients (predict, evaluate, no_grad()) {chosen.name} is selected for "
+            f"{op.label} instead (it offers VJP mode {chosen.vjp_mode.label})"
+        ]
+        refusal = _session_refusal(chosen, self.with_vjp_mode(VJPMode.NONE).policy)
+        if refusal is not None:
+            lines.append(f"  note: {refusal}")
+        return lines
+
+    def _inference_choice(self, op: BackendOp) -> KernelCapsule | None:
+        """The capsule the no-grad twin of this profile selects for ``op`` when this profile asks
+        for VJPs; None when it asks for none, or nothing is selected."""
+        if self.policy.vjp_mode is VJPMode.NONE:
+            return None
+        verdicts = self.with_vjp_mode(VJPMode.NONE).explain_verdicts(op)
+        return next((item.capsule for item in verdicts if item.verdict.status == "selected"), None)
 
     def _absent_preference_line(self, op: BackendOp, verdicts: Sequence[CapsuleVerdict]) -> str | None:
         """Under a ``prefer`` preference, a note when the preferred provider has no capsule for
@@ -347,8 +375,9 @@ class BackendProfile:
     def plan_report(self, ops: Iterable[BackendOp | str]) -> str:
         """Summary line, boundary line and five lines per planned op (anchor-backend.md §2.14); a
         planned capsule a session would refuse before it runs (the gate refuses it, no handler of
-        this build, or claims its handler does not keep: :meth:`explain`'s notes) gets a
-        ``  note:`` line after its five.
+        this build, or claims its handler does not keep: :meth:`explain`'s notes), or whose op the
+        no-grad twin plans on another capsule (``predict``, ``evaluate``: with why a session would
+        refuse that one), gets a ``  note:`` line after its five.
 
         Raises:
             BackendTypeError, UnknownLabelError, RegistryError, PlanningError: as :meth:`plan_ops`.
@@ -359,6 +388,12 @@ class BackendProfile:
             for kernel in plan.kernels
             if (note := _session_refusal(kernel.capsule, self.policy)) is not None
         }
+        for kernel in plan.kernels:  # what predict and evaluate run instead (review211 F1)
+            inference = self._inference_lines(kernel.op, [kernel.capsule])
+            if inference:
+                earlier = notes.get(kernel.capsule.identity)
+                later = "; ".join(line.removeprefix("  note: ") for line in inference)
+                notes[kernel.capsule.identity] = later if earlier is None else f"{earlier}; {later}"
         return report.plan_report(self.name, self.policy, plan, notes)
 
     def plan_graph(self, graph: GraphLike) -> GraphKernelPlan:

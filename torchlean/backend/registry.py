@@ -211,9 +211,14 @@ _DRAWN_LATIN = str.maketrans({
     "\u04bb": "h", "\u051b": "q", "\u051d": "w", "\u0475": "v",
     "\u03b1": "a", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03bf": "o", "\u03c1": "p",
     "\u03c5": "u", "\u03c7": "x", "\u03f2": "c", "\u03f3": "j",
+    # dots that NFKC leaves as they are, drawn like the separator "." (review211 F4)
+    "\u00b7": ".", "\u0387": ".", "\u0589": ".", "\u06d4": ".", "\u0701": ".", "\u0702": ".",
+    "\u16eb": ".", "\u2022": ".", "\u2027": ".", "\u2219": ".", "\u22c5": ".", "\u2e31": ".",
+    "\u3002": ".", "\u30fb": ".", "\ua4f8": ".", "\uff61": ".", "\uff65": ".",
 })
-"""Letters of other scripts that read as a Latin letter (:func:`_look_alike`): a name written in
-them (``aten.ехр`` in Cyrillic) passes for the Latin one (review156 M1)."""
+"""Letters of other scripts that read as a Latin letter, and dots that read as ``.``
+(:func:`_look_alike`): a name written in them (``aten.ехр`` in Cyrillic, ``reference·relu`` with
+a middle dot) passes for the Latin one (review156 M1, review211 F4)."""
 
 
 def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
