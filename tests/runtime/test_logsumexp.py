@@ -169,8 +169,9 @@ def test_the_method_is_the_function_bit_for_bit_and_records_accepted_kernels() -
         np.testing.assert_array_equal(y.numpy(), tl.logsumexp(x, (0, 2), keepdims=True).numpy())
         assert y.shape == (1, 3, 1)
         ran = {kernel.op.label for kernel in session.selected}
-    assert {"permute", "reshape", "sub", "exp", "reduce_sum", "log", "add"} <= ran
-    assert not {"log_softmax", "concat", "gather"} & ran
+    # review211 F2: the shift m (most of the result where one entry dominates) comes from a gather
+    assert {"permute", "reshape", "concat", "gather", "sub", "exp", "reduce_sum", "log", "add"} <= ran
+    assert "log_softmax" not in ran
     assert y.produced_by is not None and y.produced_by.capsule.name == "reference.reshape"
 
 

@@ -13,10 +13,11 @@ from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import reduced_shape, reduction_axes
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._arithmetic import add, sub
+from torchlean.functional._indexing import gather
 from torchlean.functional._operands import _on_device_of, _require_tensor
 from torchlean.functional._params import Axes, _axes, _axis_spelling, _keepdims_spelling, _required_axis
 from torchlean.functional._pointwise import exp, log
-from torchlean.functional._shape import permute, reshape
+from torchlean.functional._shape import concat, permute, reshape
 from torchlean.tensor import BoolLike, Tensor, _flag
 
 
@@ -115,9 +116,12 @@ def logsumexp(
     row of ``-inf`` gives ``-inf`` with a NaN gradient; as torch. Over an empty axis the result is
     ``-inf`` (``log`` of the empty sum), with a zero-size gradient.
 
-    Records ``permute`` (when needed), ``reshape``, ``sub``, ``exp``, ``reduce_sum``, ``log``,
-    ``add`` and ``reshape`` (no ``sub`` nor ``add`` over an empty axis); ``result.produced_by`` is
-    the last ``reshape``'s kernel.
+    Records ``permute`` (when needed), ``reshape``, ``concat`` and ``gather`` (``m``: the row and a
+    0, cut from the tape, gathered at the row's first maximum, found from the values, or at the 0
+    where that maximum is infinite; review211 F2: ``m`` is most of the result where one entry
+    dominates, so it comes from a kernel too), ``sub``, ``exp``, ``reduce_sum``, ``log``, ``add``
+    and ``reshape`` (``exp``, ``reduce_sum``, ``log`` and ``reshape`` over an empty axis);
+    ``result.produced_by`` is the last ``reshape``'s kernel.
 
     Raises:
         GuardError: an int64 or bool ``x``; an axis out of range (never wrapped), repeated, or
@@ -140,7 +144,13 @@ def logsumexp(
     if extent == 0:
         result = log(reduce_sum(exp(rows), -1, keepdims=True))
     else:
-        peak = np.max(rows.numpy(), axis=-1, keepdims=True)
-        shift = _on_device_of(np.where(np.isinf(peak), 0, peak).astype(peak.dtype), rows)  # no gradient
+        # the shift m, without gradient: a gather of the row's (first) maximum, found from the
+        # values (an index), or of a 0 appended to the row where that maximum is infinite
+        values = rows.numpy()
+        at = np.argmax(values, axis=-1, keepdims=True)
+        index = np.where(np.isinf(np.take_along_axis(values, at, axis=-1)), extent, at).astype(np.int64)
+        fixed = rows.detach()
+        zero = _on_device_of(np.zeros((*rows.shape[:-1], 1), values.dtype), rows)
+        shift = gather(concat([fixed, zero], -1), _on_device_of(index, rows), -1)
         result = add(log(reduce_sum(exp(sub(rows, shift)), -1, keepdims=True)), shift)
     return reshape(result, reduced_shape(shape, axes, keep))
