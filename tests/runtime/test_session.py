@@ -888,10 +888,17 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
     # its one libtorch capsule is trusted-external, which assurance checked refuses (review24 diff F2)
     libtorch_policy = dataclasses.replace(strict.policy, provider=ProviderPreference.only("libtorch"))
     only_libtorch = dataclasses.replace(strict, name="only_libtorch", policy=libtorch_policy)
+    # review211 F5: the aten capsules are among its modules, but its availability leaves them out
+    undeclared = dataclasses.replace(only_aten, name="undeclared",
+                                     capsule_modules=profiles.get("fast_cpu").capsule_modules)
     opened = []
     for profile, reason in (
         (only_aten, "backend profile `only_aten` refuses every capsule its availability admits for device "
                     "`cpu` (provider preference: provider reference is excluded by only aten)"),
+        (undeclared, "backend profile `undeclared` refuses every capsule its availability admits for device "
+                     "`cpu` (provider preference: provider reference is excluded by only aten); its capsule "
+                     "modules hold aten capsules for device `cpu`, but its availability does not declare "
+                     "provider aten (declared: reference, torchlean)"),
         (only_libtorch, "backend profile `only_libtorch` refuses every capsule its availability admits for "
                         "device `cpu` (provider preference: provider reference is excluded by only libtorch; "
                         "trust: trusted-external is rejected by assurance checked)"),

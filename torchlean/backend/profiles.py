@@ -479,7 +479,23 @@ class BackendProfile:
         more = f"; and {len(shown) - 3} more" if len(shown) > 3 else ""
         return (
             f"backend profile `{self.name}` refuses every capsule its availability admits for device "
-            f"`{device.label}` ({'; '.join(shown[:3])}{more})"
+            f"`{device.label}` ({'; '.join(shown[:3])}{more}){self._undeclared_preference(on_device)}"
+        )
+
+    def _undeclared_preference(self, on_device: Sequence[KernelCapsule]) -> str:
+        """For :meth:`selection_fault`: when the preferred provider's capsules are among the
+        profile's on its device but its availability does not declare that provider, a clause
+        saying so (review211 F5: ``only aten`` over ``Availability.cpu()`` read as if no ``aten``
+        capsule existed); else ""."""
+        preferred = self.policy.provider.provider
+        if preferred is None or preferred in self.availability.providers:
+            return ""
+        if not any(capsule.provider is preferred for capsule in on_device):
+            return ""
+        return (
+            f"; its capsule modules hold {preferred.label} capsules for device `{self.policy.device.label}`, "
+            f"but its availability does not declare provider {preferred.label} (declared: "
+            f"{_labels(self.availability.providers)})"
         )
 
 
