@@ -19,7 +19,10 @@ Python the same guarantee is layered:
   the identity; :data:`BEARTYPE_CHECKS` records which). ``Annotated[X, Is[is_minted]]``
   (``acceptance.Accepted``, ...) remains for a beartype-checked API of one's own;
 * ``copy.copy``, ``copy.deepcopy``, ``copy.replace`` (``__replace__``, Python 3.13+) and
-  ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError``.
+  ``pickle`` raise ``TypeError`` at the source, and subclassing raises ``TypeError`` (through
+  ``__init_subclass__``, which a second base that does not call ``super().__init_subclass__``
+  skips: review211 F3; such a subclass's instances are never minted, so every consumer refuses
+  them, and the mypy plugin reports the subclass).
 
 ``sealed`` and ``Sealable`` are exported for torchlean's own sealed classes and for the plugin,
 which reads the decorator: a class of your own sealed with them needs the private ``_GATE`` and
