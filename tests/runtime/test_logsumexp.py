@@ -104,6 +104,23 @@ def test_rows_with_an_infinite_or_nan_maximum_take_torchs_values(profile: str) -
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("dtype", "big"), [(np.float32, 89.0), (np.float64, 800.0)])
+def test_a_finite_entry_whose_exp_overflows_beside_inf_has_torchs_zero_gradient(
+    profile: str, dtype: type, big: float
+) -> None:
+    """review210 F1: shifted by 0 in a row holding inf, a finite entry whose exp overflows got
+    inf / inf = NaN; torch's exp(x - inf) is 0 there. The shift is now the row's largest finite
+    entry. Oracle: torch, and by hand [NaN, 0, 0]."""
+    values = np.array([[np.inf, big, 0.0], [np.inf, -np.inf, big]], dtype)
+    with tl.session(profile):
+        y, grad = _ours(values, 1, False, np.ones(2, dtype))
+    value, gradient = _torch(values, 1, False, np.ones(2, dtype))
+    np.testing.assert_array_equal(y.numpy(), value)
+    np.testing.assert_array_equal(grad.numpy(), gradient)
+    np.testing.assert_array_equal(grad.numpy(), [[np.nan, 0.0, 0.0], [np.nan, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("profile", PROFILES)
 def test_the_gradient_at_the_maximum_is_as_accurate_as_elsewhere(profile: str) -> None:
     """review209 F1: composed through log_softmax, the row maximum's gradient was ``1 + (p - 1)``,
     off by about eps / (2 p) relative: 1.7e-4 in a float32 row of 10**4 equal entries (torch:

@@ -99,7 +99,8 @@ def logsumexp(
     keepdim: BoolLike | _Unset = _UNSET,
 ) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, max-shifted as ``torch.logsumexp``: ``log(sum(exp(x -
-    m))) + m``, ``m`` the row's maximum taken as a constant (0 where it is infinite, as torch's);
+    m))) + m``, ``m`` the row's maximum taken as a constant (where it is ``inf``, the row's largest
+    finite entry; 0 where the row holds no finite entry, as torch's 0 for an infinite maximum);
     ``axis`` (or torch's keyword ``dim=``; ``keepdim=`` for ``keepdims``) is None (every axis), an
     integer or a non-empty sequence of distinct integers, as in :func:`reduce_sum`; it is
     required, as torch requires it (a rank-0 ``x`` takes 0 or -1 and gives its value). Returns
@@ -145,10 +146,17 @@ def logsumexp(
         result = log(reduce_sum(exp(rows), -1, keepdims=True))
     else:
         # the shift m, without gradient: a gather of the row's (first) maximum, found from the
-        # values (an index), or of a 0 appended to the row where that maximum is infinite
+        # values (an index); where that maximum is inf, of its largest finite entry (so that a
+        # finite entry whose exp overflows gets torch's 0 gradient, not inf / inf: review210 F1);
+        # of a 0 appended to the row where it holds no finite entry and no NaN
         values = rows.numpy()
         at = np.argmax(values, axis=-1, keepdims=True)
-        index = np.where(np.isinf(np.take_along_axis(values, at, axis=-1)), extent, at).astype(np.int64)
+        peak = np.take_along_axis(values, at, axis=-1)
+        finite = np.where(np.isfinite(values), values, -np.inf)
+        at_finite = np.argmax(finite, axis=-1, keepdims=True)
+        has_finite = np.isfinite(np.take_along_axis(finite, at_finite, axis=-1))
+        index = np.where(np.isinf(peak), np.where(has_finite & (peak > 0), at_finite, extent), at)
+        index = index.astype(np.int64)
         fixed = rows.detach()
         zero = _on_device_of(np.zeros((*rows.shape[:-1], 1), values.dtype), rows)
         shift = gather(concat([fixed, zero], -1), _on_device_of(index, rows), -1)
