@@ -56,10 +56,15 @@ def _damage_refused(name: str) -> Iterator[None]:
     ``SyntaxError`` such as ``IndentationError``: numpy retries a header that is no Python literal
     with its Python 2 tokenizer) raises ``ValueError`` naming entry ``name``, as other damage does
     (review207 F1, F2); numpy's warning about a header read through that fallback is not shown (a
-    header torchlean never writes; the array it declares is checked as any: review207 F5)."""
+    header torchlean never writes; the array it declares is checked as any: review207 F5), nor
+    Python's about an invalid escape in a header's text."""
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_PYTHON2_HEADER, category=UserWarning)
+            # a header holding '\\e' (an invalid escape) warns from ast.literal_eval, shown by
+            # default from Python 3.12 (review210 F2)
+            warnings.filterwarnings("ignore", category=SyntaxWarning)
+            warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape sequence")
             yield
     except _DECOMPRESSION_ERRORS as error:
         raise ValueError(f"entry {name!r}: its compressed data is damaged ({error})") from None
@@ -147,7 +152,12 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         text = io.BytesIO(prefix + stream.read(length))
         reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                   else np.lib.format.read_array_header_2_0)
-        shape, _, dtype = reader(text)
+        try:
+            shape, _, dtype = reader(text)
+        except TypeError as error:  # keys numpy cannot sort: b'fortran_order' beside 'descr' (review210 F2)
+            raise ValueError(
+                f"entry {name!r}: its .npy header cannot be parsed (TypeError: {error})"
+            ) from None
     if dtype.hasobject:
         raise ValueError(_PICKLE_REFUSED)
     return Entry(name, info, tuple(int(n) for n in shape), dtype)
