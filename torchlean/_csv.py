@@ -93,7 +93,7 @@ from torchlean._data_errors import DataError, DataMemoryError
 from torchlean._labels import _label_index, _label_name_note
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._rows import Rows, blocks, lengths
-from torchlean.backend.display import escaped
+from torchlean.backend.display import path_shown
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 
 __all__ = [
@@ -153,8 +153,9 @@ class Table:
     @property
     def shown_file(self) -> str:
         """The file as messages name it: :attr:`source`, else ``str(file)`` (a Table built by
-        hand)."""
-        return self.source or str(self.file)
+        hand), as :func:`~torchlean.backend.display.path_shown` shows it (one line; ``$'...'``
+        where it holds what is not printable: review210 F3)."""
+        return path_shown(self.source or str(self.file))
 
     @property
     def first_line(self) -> int:
@@ -696,7 +697,7 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     given = _name(path, "dataset path", "dataset path", "a path to a .csv file")
     file = Path(given)
     shown = _shown_name(given, file)  # messages name the file as given (review59 F11)
-    named = escaped(shown)  # one line, nothing for the terminal (review103 F4)
+    named = path_shown(shown)  # one line, nothing for the terminal (review103 F4, review210 F3)
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists = file.is_dir(), file.exists()
         device = str(file) != STDIN and (file.is_char_device() or file.is_block_device())
@@ -707,7 +708,7 @@ def check_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     # Path drops a final "/" or "/.", the system does not (ok.csv/..); a name with blanks at an end
     # ('ok.csv/ ') is named as not found, with a word on its blanks (review110 F5)
     if given.strip(" \t") == given and _file_as_folder(given):
-        give = f": {escaped(str(file))} is the file, give that" if exists else ""
+        give = f": {path_shown(str(file))} is the file, give that" if exists else ""
         raise DataError(f"dataset path {named} takes a file for a folder (a / after a file's name){give}")
     if not exists:  # a pipe (/dev/stdin, <(...)) is read like a file
         try:  # Path.exists() is False for a name the file-system encoding cannot write (review163 F1)

@@ -78,7 +78,7 @@ from torchlean._memory import usable_memory
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._tensor_data import host_array
 from torchlean.backend import profiles
-from torchlean.backend.display import cut, escaped
+from torchlean.backend.display import cut, path_shown
 from torchlean.data import TEST_FRACTION, Task, display_name
 from torchlean.models import MODELS, build_model, checked_dropout
 from torchlean.nn.layers import ShapeError
@@ -1259,7 +1259,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     """
     _check_path(path)
     file = path if isinstance(path, Path) else Path(path)  # a Path subclass keeps how it prints
-    named = escaped(str(file))  # one line, nothing for the terminal (review103 F4)
+    named = path_shown(str(file))  # one line, nothing for the terminal (review103 F4, review210 F3)
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
     except OSError as error:

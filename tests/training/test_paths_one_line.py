@@ -77,3 +77,32 @@ def test_a_name_with_an_escape_reads_apart_from_one_holding_a_backslash(
         assert out.splitlines()[-1] == f"saved: {shown.format('.npz')}"
     assert cases[literal] != cases[byte]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{literal}.npz", f"{byte}.npz"])
+
+
+def test_the_data_and_checkpoint_readers_name_such_files_alike(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review210 F3: messages that name the file through the CSV reader (``Table.shown_file``)
+    and the checkpoint reader printed a line break raw (one error on two lines) and a byte that is
+    not UTF-8 as ``\\udc80`` or, for a checkpoint, as the characters ``\\x80``, as a name holding
+    them literally prints."""
+    import os
+
+    data = tmp_path / "e\nf.csv"
+    data.write_text("a,b\n1,x\n2,y\n")
+    code, _, err = cli(capsys, "train", "--dataset", str(data), "--epochs", "1")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: $'{tmp_path}/e\\nf.csv': the train split holds only class ")
+    byte = tmp_path / os.fsdecode(b"d\x80.csv")
+    byte.write_text("a,b\n1,x\n")
+    checkpoint = tmp_path / "m.npz"
+    assert cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save",
+               str(checkpoint))[0] == 0
+    code, _, err = cli(capsys, "predict", str(checkpoint), "--dataset", str(byte), "--output",
+                         str(tmp_path / "p.csv"))
+    assert code == 2 and err.startswith(f"error: $'{tmp_path}/d\\x80.csv' has 1 feature column"), err
+    for name, shown in ((os.fsdecode(b"bad\x80.npz"), f"$'{tmp_path}/bad\\x80.npz'"),
+                        ("bad\\x80.npz", f"{tmp_path}/bad\\x80.npz")):
+        (tmp_path / name).write_bytes(checkpoint.read_bytes()[:300])
+        code, _, err = cli(capsys, "inspect", str(tmp_path / name))
+        assert code == 2 and err.startswith(f"error: {shown}: a truncated or damaged .npz archive"), err
