@@ -37,6 +37,7 @@ import numpy.typing as npt
 from torchlean._checks import shown_briefly
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
+from torchlean.backend.display import path_shown
 from torchlean.backend.errors import TorchLeanError
 from torchlean.backend.vocabulary import Device, Provider
 
@@ -257,7 +258,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
                 digest.update(block)
     except OSError as error:
         reason = error.strerror or error
-        raise TorchLeanError(f"cannot read {os.fspath(path)!s} to digest it: {reason}") from None
+        raise TorchLeanError(f"cannot read {path_shown(os.fspath(path))} to digest it: {reason}") from None
     return digest.hexdigest()
 
 

@@ -241,7 +241,7 @@ def flash_attention_backward(
         places; review193 F3). "Up to rounding" grows with the scores' magnitude: ``P`` is
         recomputed as ``exp(S - lse)`` from the rounded logsumexp, whose ulp at large positive
         scores is comparable to ``log`` of the row's denominator (review209 F2: two tied keys at
-        float64 scores of 1e5 give dV 1.6e-12 relative off the standard backward, at 1e12 1.6e-5,
+        float64 scores of 1e5 give dV 1.6e-12 relative off the standard backward, at 1e12 3.2e-5,
         at 1e16 ``[1, 1]`` for ``[0.5, 0.5]``; float32 2e-4 at 1e4), where the standard backward,
         which recomputes the max-shifted softmax, stays exact; this is the algorithm's, as the
         GPU kernels'. Source: FlashAttention-2 (Dao 2023, Algorithm 2: key tiles outside,
