@@ -90,3 +90,23 @@ def test_predict_without_a_record_does_not_digest(two, tmp_path, capsys, monkeyp
     _replaced_after_reading(monkeypatch, path, second)
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_a_fifo_given_as_the_checkpoint_is_refused_without_waiting_for_a_writer(tmp_path, command):
+    """review210 (seen in passing): the digest read the FIFO before the reader refused it, so the
+    command waited for a writer that never came. A child process, so that a hang fails the test
+    instead of stalling it."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "ckpt.npz"
+    os.mkfifo(fifo)
+    argv = [sys.executable, "-m", "torchlean", command, str(fifo), "--report-json", str(tmp_path / "r.json")]
+    if command == "predict":
+        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"error: checkpoint {fifo} is not a regular file (a device or a pipe); give the "
+                           "path of a file written by torchlean train --save\n")

@@ -5,6 +5,7 @@ gave the reader's error alone)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -69,10 +70,10 @@ def digested(
         TorchLeanError: the digests differ (naming the file; run again once it is written), or the
             file read cannot be digested afterwards; what ``read`` raises.
     """
-    try:
-        before: str | None = provenance.file_sha256(path)
-    except TorchLeanError:
-        before = None  # not a readable file: read() says why
+    before: str | None = None  # not a readable regular file: read() says why
+    if os.path.isfile(path):  # a FIFO is not opened here: it would wait for a writer
+        with contextlib.suppress(TorchLeanError):
+            before = provenance.file_sha256(path)
     saved = read()
     after = provenance.file_sha256(path)
     if before != after:
