@@ -67,6 +67,7 @@ from torchlean.ir.ops import (
     Sum,
     Transpose,
 )
+from torchlean.ir.payload_check import payload_fault
 from torchlean.ir.payloads import (
     BatchNormParams,
     BatchNormTrainParams,
@@ -199,7 +200,9 @@ class GraphProgram:
     Args:
         graph: the canonical IR graph; it is shape-checked here (``check_shapes``), so each node's
             declared shape is the one its kernel produces.
-        payloads: const values and layer parameters by node id; :attr:`fixed_payloads` keeps
+        payloads: const values and layer parameters by node id, each checked against its node
+            (:func:`~torchlean.ir.payload_check.payload_fault`; a const's array is read row-major
+            into its ``value_shape``, as :func:`torchlean.ir.evaluate` reads it); :attr:`fixed_payloads` keeps
             only those of the nodes not fed from the model's parameters once the schedule is built
             (so it is not the graph's whole payload store: review146 F7).
         plan: the plan ``profile.accept_graph(graph)`` accepted for this graph.
@@ -212,6 +215,8 @@ class GraphProgram:
     Raises:
         beartype.roar.BeartypeCallHintViolation: ``plan`` was not minted by the gate.
         IRError: the graph is not well formed or declares a shape its node does not produce.
+        SessionError: a payload that does not fit its node (``typed graph: node 1 (linear): its
+            LinearParams.weight has shape [5, 3] (accepted: [4, 3])``), or is missing.
         SessionError: ``plan`` does not cover exactly this graph's kernel nodes, was made for a
             graph of another size, runs another op at one of them, a node has no accepted kernel or
             no linked implementation, or a node is not executable here: a kind the executor does
@@ -251,6 +256,13 @@ class GraphProgram:
                     f"`{self.kernels[node.id].capsule.name}` (`{self.kernels[node.id].op.label}`) there; "
                     "accept this graph's own plan"
                 )
+        for node in graph.nodes:  # review212 F1/F2: a payload that does not fit ran, or raised KeyError
+            if isinstance(node.kind, Const) and node.id in param_nodes:
+                continue  # a model parameter, checked against the lowered shape at each run
+            x = graph.nodes[node.parents[0]].out_shape if node.parents else ()
+            fault = payload_fault(node, payloads.get(node.id), x)
+            if fault is not None:
+                raise SessionError(f"typed graph: node {node.id} ({node.kind.describe()}): {fault}")
         self.graph = graph
         self.fixed_payloads = payloads  # all of them until the schedule is built (below)
         self.plan = plan
@@ -451,8 +463,10 @@ class GraphProgram:
             if node.id in self.param_nodes:
                 return Step(node.id, StepKind.PARAM, param_index=self.param_nodes[node.id])
             const = self.fixed_payloads[node.id]
-            assert isinstance(const, np.ndarray)
-            return Step(node.id, StepKind.CONST, const=const)
+            if not isinstance(const, np.ndarray):  # payload_fault refused it in __init__
+                raise SessionError(f"typed graph: const node {node.id} has no array payload")
+            # read row-major into value_shape, as torchlean.ir.evaluate reads it (review212 F1)
+            return Step(node.id, StepKind.CONST, const=const.reshape(kind.value_shape))
         if isinstance(kind, Detach):
             return Step(node.id, StepKind.DETACH, parent=node.parents[0])
         if bound is None:

@@ -80,6 +80,7 @@ from torchlean.ir.ops import (
     WindowConfig,
     render_shape,
 )
+from torchlean.ir.payload_check import payload_fault
 from torchlean.ir.payloads import (
     Array,
     BatchNormParams,
@@ -164,7 +165,10 @@ def evaluate(
             (likewise conv, batch_norm_eval, batch_norm_train); ``IR eval: node i (<kind>): payload must be a
             LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
             (``... a LayerNormParams or none`` at ``layernorm``, ``... a numpy array`` at
-            ``const``); ``IR eval: payloads has keys that are not nodes taking a payload: [...]``
+            ``const``); ``IR eval: node i (<kind>): its LinearParams.weight has shape [5, 3]
+            (accepted: [4, 3])`` for a payload that does not fit its node
+            (:func:`~torchlean.ir.payload_check.payload_fault`: review212 F1, F3);
+            ``IR eval: payloads has keys that are not nodes taking a payload: [...]``
             for a payload keyed at another node (it would be ignored); the log domain error
             :data:`LOG_DOMAIN_MESSAGE`; a kernel guard's refusal as ``IR eval: node i (<kind>):
             <guard message>`` (e.g. ``relu: input x has dtype int64; accepted: float32 or
@@ -278,7 +282,11 @@ def _eval_node(
 
 
 def _eval_layer(node: Node, x: Array, payloads: Payloads) -> Array:
-    """Kinds with parameters in the payload store, and the pooling/conv layout adapters."""
+    """Kinds with parameters in the payload store (each checked against the node first:
+    :func:`~torchlean.ir.payload_check.payload_fault`), and the pooling/conv layout adapters."""
+    fault = payload_fault(node, payloads.get(node.id), x.shape) if node.id in payloads else None
+    if fault is not None:  # review212 F1, F3: a weight that does not fit ran, or raised numpy's error
+        raise IRError(f"IR eval: node {node.id} ({node.kind.describe()}): {fault}")
     match node.kind:
         case Linear():
             lin = _payload(payloads, node, LinearParams, "linear")
