@@ -114,3 +114,30 @@ def test_a_layer_norm_affine_of_another_shape_is_refused() -> None:
     x = {0: np.ones((2, 3), np.float32)}
     _refused_by_both(graph, {1: LayerNormParams(np.ones(4, np.float32), None)}, x,
                      "its LayerNormParams.weight has shape [4] (accepted: [3])")
+
+
+def test_a_failed_acceptance_s_plan_is_refused_saying_what_to_pass() -> None:
+    """review212 F4: ``GraphProgram(graph, payloads, result.plan, ...)`` with ``result.plan`` None
+    (acceptance failed), or the result itself, was a beartype violation about ``node_kernels``."""
+    result = PROFILE.accept_graph(LINEAR)
+    payloads = {1: LinearParams(np.ones((4, 3), np.float32), None)}
+    for given, got in (
+        (None, "None: the .plan of profile.accept_graph(graph) is None when acceptance failed"),
+        (result, "a GraphKernelPlanResult: pass its .plan (None when acceptance failed"),
+    ):
+        with pytest.raises(SessionError, match=re.escape(
+                f"typed graph: expected the AcceptedGraphKernelPlan of an accepted graph, got {got}")):
+            GraphProgram(LINEAR, payloads, given, {}, {})  # type: ignore[arg-type]
+
+
+def test_a_scalar_loss_that_needs_no_gradient_is_named_so() -> None:
+    """review212 F5: a scalar loss that depends on nothing requiring a gradient was "not a scalar
+    that requires a gradient (shape ())"."""
+    from torchlean.autograd.tape import AutogradError
+
+    payloads = {1: LinearParams(np.ones((4, 3), np.float32), None)}
+    with tl.session("checked_cpu"):
+        program = _program(LINEAR, payloads)
+        refusal = r"^typed graph: node 2 requires no gradient: it depends on no "
+        with pytest.raises(AutogradError, match=refusal):
+            program.run_and_backward([tl.tensor(np.ones((2, 3), np.float32))], [], 2)

@@ -214,7 +214,7 @@ def test_backward_in_the_precomputed_order_equals_the_tape_search() -> None:
 
 def test_run_and_backward_refuses_a_non_scalar_output() -> None:
     program, lowered, params = _program("checked_cpu")
-    with pytest.raises(AutogradError, match="is not a scalar that requires a gradient"):
+    with pytest.raises(AutogradError, match=r"is not a scalar \(shape \(5, "):
         program.run_and_backward([tl.tensor(np.ones((5, 3)))], params, lowered.output)
 
 

@@ -35,7 +35,7 @@ from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.autograd import storage
 from torchlean.autograd.dispatch import BoundKernel, bind_linked, execute_bound, linked_kernels, select_linked
 from torchlean.autograd.tape import AutogradError, run_backward
-from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel
+from torchlean.backend.acceptance import AcceptedGraphKernelPlan, AcceptedKernel, GraphKernelPlanResult
 from torchlean.backend.errors import SessionError, TorchLeanError
 from torchlean.backend.sealed import require_minted
 from torchlean.backend.vocabulary import LabelledEnum
@@ -235,6 +235,18 @@ class GraphProgram:
         payload_params: Mapping[int, tuple[int | None, int | None]],
         statistic_params: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
+        if not isinstance(plan, AcceptedGraphKernelPlan):  # review212 F4: said what beartype saw
+            if plan is None:
+                got = "None: the .plan of profile.accept_graph(graph) is None when acceptance failed (see "
+                got += "the result's .failures)"
+            elif isinstance(plan, GraphKernelPlanResult):
+                got = "a GraphKernelPlanResult: pass its .plan (None when acceptance failed: see its "
+                got += ".failures)"
+            else:
+                got = f"{type(plan).__name__}: pass profile.accept_graph(graph).plan"
+            raise SessionError(
+                f"typed graph: expected the AcceptedGraphKernelPlan of an accepted graph, got {got}"
+            )
         self.kernels = node_kernels(plan)
         check_shapes(graph)
         kernel_nodes = tuple(n.id for n in graph.nodes if n.kind.backend_op is not None)
@@ -305,7 +317,7 @@ class GraphProgram:
 
         Raises:
             SessionError: as :meth:`run`.
-            AutogradError: the loss is not a scalar that requires a gradient.
+            AutogradError: the loss is not a scalar, or requires no gradient.
         """
         values = self._execute(inputs, params, output)
         return self._backward(values, inputs, params, output)
@@ -344,8 +356,10 @@ class GraphProgram:
         assert loss is not None
         node = loss._node
         if node is None or loss.shape != ():
-            raise AutogradError(
-                f"typed graph: node {output} is not a scalar that requires a gradient (shape {loss.shape})"
+            why = (f"is not a scalar (shape {loss.shape})" if loss.shape != ()
+                   else "requires no gradient: it depends on no parameter or input that requires one")
+            raise AutogradError(  # review212 F5: a scalar that needs no gradient was "not a scalar"
+                f"typed graph: node {output} {why}"
             )
         seed = storage.like(np.ones((), dtype=loss.dtype), loss._data)
         if any(t._node is not None for t in (*inputs, *params)):
