@@ -863,6 +863,14 @@ class Trainer(Generic[In, Out]):
                 f"{type(layer).__name__}'s output shape is () (one number per sample): use objective "
                 "'mse', or give the layer an output of shape (..., classes)"
             )
+        if self._objective is Objective.CROSS_ENTROPY and self._model.output_shape[-1] == 1:
+            raise TrainerError(  # review214 F1: loss and gradient 0 at every step, accuracy 1.0
+                f"objective cross-entropy needs at least 2 classes on the output's last axis, and "
+                f"{type(layer).__name__}'s output shape is {tuple(self._model.output_shape)} (one class: "
+                "the log-softmax of one logit is 0, so the loss and its gradient would be 0 at every step "
+                "and every prediction class 0): for binary classification give the model 2 outputs and "
+                "labels 0/1 (torch's BCEWithLogitsLoss over one logit)"
+            )
         self._session: Session | None = None
         self._random_counter = 0  # the session's, until it opens (random_counter)
         self._unstored_from: int | None = None  # the counter before a step whose update is not stored

@@ -1254,11 +1254,25 @@ def test_validation_accuracy_counts_a_non_finite_row_as_wrong_even_when_its_argm
     np.testing.assert_array_equal(trainer.model.state()["weight"], weight)  # lr 0: the same model
 
 
+@pytest.mark.parametrize(
+    "layer", [nn.linear(3, 1), nn.sequential(nn.linear(3, 4), nn.relu(), nn.linear(4, 1))]
+)
+def test_cross_entropy_over_one_class_is_refused(layer):
+    """review214 F1: one logit (a port of BCEWithLogitsLoss's nn.Linear(h, 1)) trained nothing:
+    log_softmax of one logit is 0, so the loss and its gradient were 0 at every step, and every
+    prediction and one-hot target's argmax was class 0, so evaluate reported accuracy 1.0."""
+    refusal = ("objective cross-entropy needs at least 2 classes on the output's last axis, and "
+               f"{type(layer).__name__}'s output shape is (1,) (one class: the log-softmax of one logit is 0")
+    with pytest.raises(TrainerError, match=re.escape(refusal)):
+        Trainer(layer, objective="cross-entropy")
+    assert Trainer(layer, objective="mse").model.output_shape == (1,)
+
+
 @pytest.mark.parametrize("name", ["config", "objective", "label_smoothing", "seed"])
 def test_the_settings_are_read_only(name):
     """review26_ls F4: a setting changed after construction bypassed its checks (and the session,
     optimizer and graphs already built from it); they are read-only properties now."""
-    trainer = Trainer(nn.linear(2, 1), objective="cross-entropy", label_smoothing=0.1, seed=3)
+    trainer = Trainer(nn.linear(2, 2), objective="cross-entropy", label_smoothing=0.1, seed=3)
     before = getattr(trainer, name)
     refusal = "Trainer.seed is fixed when the trainer is made" if name == "seed" else "has no setter"
     with pytest.raises(AttributeError, match=re.escape(refusal)):
