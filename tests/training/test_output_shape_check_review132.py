@@ -33,5 +33,22 @@ def test_mismatched_forward_refused(execution: str) -> None:
                 config=RunConfig(execution=execution))
     shapes = r"produced outputs of shape \(10, 3\), but its output_shape gives \(10, 2\)"
     for call in (lambda: t.predict(X), lambda: t.evaluate(X, Y), lambda: t.fit(X, Y, batch_size=10)):
-        with pytest.raises(ShapeError, match=r"sequential\(linear\(4, 3\), head\) " + shapes):
+        with pytest.raises(ShapeError, match=r"^head, layer 1 of a sequential, " + shapes):
             call()
+    alone = Trainer(Head(), objective="cross-entropy", input_shape=(3,),
+                    config=RunConfig(execution=execution))
+    with pytest.raises(ShapeError, match=r"^head produced outputs of shape \(10, 3\), but its output_shape "):
+        alone.predict(X[:, :3])
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_mismatched_layer_inside_a_sequential_is_named_not_the_next_one(execution: str) -> None:
+    """review214 F2: inside a sequential, the next layer refused the shape (a GuardError deep in
+    the guards, or an IRError) and its note named that layer; the sequential now checks each layer
+    of one's own against its output_shape and names it."""
+    t = Trainer(nn.sequential(nn.linear(4, 3), Head(), nn.linear(2, 2)), objective="cross-entropy",
+                config=RunConfig(execution=execution))
+    refusal = (r"^head, layer 1 of a sequential, produced outputs of shape \(10, 3\), but its "
+               r"output_shape gives \(10, 2\) for inputs of shape \(10, 3\)")
+    with pytest.raises(ShapeError, match=refusal):
+        t.fit(X, Y, batch_size=10)

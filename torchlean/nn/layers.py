@@ -1052,6 +1052,23 @@ def _child_shapes(layers: Sequence[Layer], input_shape: Shape) -> list[Shape]:
     return shapes
 
 
+def _check_child_output(layer: Layer, position: int, given: Shape, got: Shape) -> None:
+    """Refuse a layer of one's own inside a :class:`Sequential` whose ``forward`` gave another
+    shape than its ``output_shape`` declares for its input (one leading batch axis), naming it;
+    the next layer refused the shape instead, and its note named that layer (review214 F2).
+
+    Raises:
+        ShapeError: naming the layer, its position and both shapes.
+    """
+    expected = (*given[:1], *layer.output_shape(tuple(given[1:])))
+    if tuple(got) != tuple(expected):
+        raise ShapeError(
+            f"{layer.describe()}, layer {position} of a sequential, produced outputs of shape {tuple(got)}, "
+            f"but its output_shape gives {tuple(expected)} for inputs of shape {tuple(given)} (accepted: a "
+            "forward that produces the shape output_shape declares)"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Sequential(Layer):
     """Layers applied in order (``torch.nn.Sequential``); child ``i``'s parameters are named
@@ -1101,11 +1118,14 @@ class Sequential(Layer):
         offset = 0
         for position, layer in enumerate(self.layers):
             count = layer.param_count()
+            given = ops.shape(x)
             try:
                 x = layer.forward(ops, params[offset : offset + count], x, training=training)
             except Exception as error:  # name the layer whose forward failed (review173 F9)
                 error.add_note(f"in the forward of {layer.describe()}, layer {position} of a sequential")
                 raise
+            if not type(layer).__module__.startswith("torchlean."):  # a layer of one's own
+                _check_child_output(layer, position, given, ops.shape(x))
             offset += count
         return x
 
