@@ -1567,13 +1567,15 @@ class Trainer(Generic[In, Out]):
         if math.isfinite(loss) and not bad and not bad_state:
             return
         total = sum(int(np.size(w)) for w in updated)
-        found = f"the loss is {loss}" if not math.isfinite(loss) else "the loss is finite"
         of_state = f" and {bad_state} of the optimizer's state values" if bad_state else ""
+        update = f"the update would make {bad} of the model's {total} values{of_state} not finite"
+        if not bad and not bad_state:  # review214 F6: "would make 0 of ... not finite" read as a fault
+            update = "the update would leave the model's values finite"
+        found = f"the loss is {loss}" if not math.isfinite(loss) else "the loss is finite"
         epoch, minibatch = where
         error = NonFiniteStepError(
             f"stop_on_non_finite: at epoch {epoch}, minibatch {minibatch} (both from 0, as on_batch's "
-            f"epoch), step {self.steps_done + 1} (from 1), {found} and the update "
-            f"would make {bad} of the model's {total} values{of_state} not finite; it was not stored: the "
+            f"epoch), step {self.steps_done + 1} (from 1), {found} and {update}; it was not stored: the "
             f"model and the optimizer are those of the {_count(self.steps_done, 'step')} before it (lower "
             "the learning rate, or clip the gradients: RunConfig(max_grad_norm=...))"
         )

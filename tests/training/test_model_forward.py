@@ -215,6 +215,14 @@ def test_bad_inputs_are_refused_with_the_accepted_form():
         model.forward(tl.tensor(np.zeros(3), dtype="float32"))
     with pytest.raises(ShapeError, match=r"dtype float64, expected shape .* and dtype float32"):
         model.forward(tl.tensor(np.zeros((2, 3))))
+    # review214 F5: a type or dtype mistake is also a TypeError (the shape one is not)
+    for wrong in (np.zeros((2, 3), dtype=np.float32), tl.tensor(np.zeros((2, 3)))):
+        with pytest.raises(TypeError) as caught:
+            model.forward(wrong)  # type: ignore[arg-type]
+        assert isinstance(caught.value, ShapeError) and type(caught.value) is nn.ModelInputError
+    with pytest.raises(ShapeError) as caught:
+        model.forward(tl.tensor(np.zeros((2, 4)), dtype="float32"))
+    assert not isinstance(caught.value, TypeError)
     with pytest.raises(ShapeError, match="training must be a bool, got 1"):
         model.forward(x, training=1)  # type: ignore[arg-type]
     params = model.tensors()

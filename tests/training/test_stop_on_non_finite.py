@@ -115,3 +115,16 @@ def test_the_error_is_exported_beside_trainer_error() -> None:
     import torchlean
 
     assert torchlean.NonFiniteStepError is NonFiniteStepError and issubclass(NonFiniteStepError, TrainerError)
+
+
+def test_a_non_finite_loss_with_a_finite_update_says_the_update_stays_finite() -> None:
+    """review214 F6: "the update would make 0 of the model's 5 values not finite" read as a
+    contradiction; a float32 MSE whose squared error overflows (targets of 1e20) while its
+    gradient, 2 (p - y) / n, does not."""
+    trainer = Trainer(nn.linear(4, 1), objective="mse", seed=0,
+                      config=RunConfig(optim.sgd(1e-30), dtype="float32"))
+    with pytest.raises(NonFiniteStepError) as refused:
+        trainer.fit(X, np.full(len(X), 1e20), epochs=1, batch_size=64, stop_on_non_finite=True)
+    assert "step 1 (from 1), the loss is inf and the update would leave the model's values finite; it " \
+        "was not stored" in str(refused.value)
+    assert (refused.value.values, refused.value.state_values) == (0, 0)

@@ -52,7 +52,7 @@ from torchlean.nn.layers import (
     Shape,
     ShapeError,
 )
-from torchlean.nn.model import Model, StateError, build
+from torchlean.nn.model import Model, ModelInputError, StateError, build
 from torchlean.tensor import RealLike
 
 
@@ -75,6 +75,7 @@ def _pool(
 __all__ = [
     "Layer",
     "Model",
+    "ModelInputError",
     "ParamSpec",
     "ShapeError",
     "StateError",

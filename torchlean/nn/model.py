@@ -37,7 +37,8 @@ _REALS = (numbers.Real, Decimal)
 """What an object-dtype state entry may hold (Python and numpy reals, Fraction, Decimal)."""
 
 __all__ = [
-    "SEED_RANGE", "ArchitectureError", "IncompatibleKeys", "Model", "StateError", "build", "is_seed",
+    "SEED_RANGE", "ArchitectureError", "IncompatibleKeys", "Model", "ModelInputError", "StateError", "build",
+    "is_seed",
     "not_a_layer",
 ]
 
@@ -58,6 +59,12 @@ class IncompatibleKeys(NamedTuple):
 
 class StateError(TorchLeanError, ValueError):
     """A state dictionary does not match the model (names the missing/extra/mismatched entry)."""
+
+
+class ModelInputError(ShapeError, TypeError):
+    """``model(x)`` given what is not a Tensor, or a Tensor of another dtype than the model's: a
+    :class:`~torchlean.nn.layers.ShapeError` as before, and a ``TypeError``, which a torch user's
+    ``except TypeError`` catches (review214 F5: sklearn's float64 arrays given to a float32 model)."""
 
 
 class ArchitectureError(TorchLeanError, AttributeError):
@@ -266,7 +273,8 @@ class Model(PicklesAtEveryProtocol):
         Raises:
             ShapeError: ``x`` is not a Tensor, or not of the model dtype (int64 for ids) and shape
                 ``(b, *input_shape)`` (``x has shape [3, 5] and dtype float32, expected shape (b,
-                4) and dtype float32``); ``training`` not a bool.
+                4) and dtype float32``); ``training`` not a bool. Not a Tensor, or another dtype,
+                is a :class:`ModelInputError`, also a ``TypeError``.
             StateError: ``params`` does not hold one tensor per parameter, of its shape, of the
                 model dtype and on ``x``'s device; a layer updated a tensor that is not one of the
                 buffers of ``params`` (:meth:`buffer_positions`).
@@ -274,13 +282,14 @@ class Model(PicklesAtEveryProtocol):
                 for; a batch norm seeing one value per channel in training).
         """
         if not isinstance(x, Tensor):
-            raise ShapeError(
+            raise ModelInputError(
                 f"model.forward: x must be a torchlean Tensor (tl.tensor(values, dtype=...)), got {_kind(x)}"
             )
         dtype = self.dtype if self.layer.index_count() is None else np.dtype(np.int64)
         if x.shape[1:] != self.input_shape or x.dtype != dtype:  # shape[1:] of a 0-d x is ()
             ids = "" if dtype == self.dtype else " (ids: the model's first layer looks them up)"
-            raise ShapeError(
+            refusal = ShapeError if x.dtype == dtype else ModelInputError
+            raise refusal(
                 f"model.forward: x has shape {list(x.shape)} and dtype {x.dtype}, expected shape "
                 f"(b, {', '.join(map(str, self.input_shape))}) and dtype {dtype}{ids}"
             )
