@@ -106,3 +106,19 @@ def test_the_data_and_checkpoint_readers_name_such_files_alike(
         (tmp_path / name).write_bytes(checkpoint.read_bytes()[:300])
         code, _, err = cli(capsys, "inspect", str(tmp_path / name))
         assert code == 2 and err.startswith(f"error: {shown}: a truncated or damaged .npz archive"), err
+
+
+def test_predict_names_such_a_checkpoint_on_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review213 F1: predict's own messages and notes named the checkpoint raw: a line break in its
+    name split the feature-count refusal into two ``error:`` lines."""
+    checkpoint = tmp_path / "m\nx.npz"
+    assert cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save",
+               str(checkpoint))[0] == 0
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,x\n")
+    code, _, err = cli(capsys, "predict", str(checkpoint), "--dataset", str(data), "--output",
+                       str(tmp_path / "p.csv"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"but checkpoint $'{tmp_path}/m\\nx.npz' expects 4 features" in err

@@ -386,7 +386,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     if label is not None and label in features:
         given, column = data.display_name(str(text)), data.display_name(table.shown(label))
         named = "" if given == column else f" (column {column})"
-        raise TorchLeanError(f"--label-column {given}{named} is one of the features of checkpoint {path}")
+        raise TorchLeanError(f"--label-column {given}{named} is one of the features of checkpoint "
+                             f"{shown_path(path)}")
     for r in range(len(table.rows)):  # checked before columns are picked out of the rows
         error = table.row_error(r)
         if error is not None:
@@ -400,7 +401,8 @@ def _by_name(table: data.Table, text: str | None, saved: checkpoint.Checkpoint, 
     kept = set(keep)  # a set: a file may have 10**5 columns (review69 F1)
     ignored = tuple(table.shown(i) for i in range(len(table.names)) if i not in kept and i != index)
     notes = (
-        (f"ignored {len(ignored)} column(s) of {table.shown_file} that are not checkpoint {path}'s features "
+        (f"ignored {len(ignored)} column(s) of {table.shown_file} that are not checkpoint "
+         f"{shown_path(path)}'s features "
          f"or label column: {_names(ignored)}",)
         if ignored else ()
     )
@@ -439,7 +441,7 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
         if isinstance(header, bool):
             way = "--no-header if it is data" if header else "--header if it names the columns"
             run_note = (f"note: the first row is read as {'column names' if header else 'data'}, as "
-                        f"checkpoint {args.checkpoint}'s run read its data "
+                        f"checkpoint {shown_path(args.checkpoint)}'s run read its data "
                         f"({'--header' if header else '--no-header'}): pass {way}")
         else:
             header = None
@@ -451,12 +453,12 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
         raise
     header_note = table.header_note
     if run_note and header_note:  # a first row of numbers read as names: one note says both (review63 F7)
-        header_note += f" (read so as checkpoint {args.checkpoint}'s run read its data: --header)"
+        header_note += f" (read so as checkpoint {shown_path(args.checkpoint)}'s run read its data: --header)"
     elif run_note:
         print(run_note, file=sys.stderr)
     if table.separator_hint and saved.features > 1:
         raise TorchLeanError(
-            f"{table.shown_file}: read as 1 column, but checkpoint {args.checkpoint} expects "
+            f"{table.shown_file}: read as 1 column, but checkpoint {shown_path(args.checkpoint)} expects "
             f"{saved.features} features{table.separator_hint}"
         )
     for note in (header_note, *table.notes, table.label_note(args.label_column)):
@@ -478,7 +480,8 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
         twice = tuple(name for name in dict.fromkeys(wanted) if forms[nfc(name)] > 1)
         if twice:  # one file column cannot be two of the features (review92 F2)
             raise TorchLeanError(
-                f"{table.shown_file}: checkpoint {args.checkpoint}'s run named features {_names(twice)} more "
+                f"{table.shown_file}: checkpoint {shown_path(args.checkpoint)}'s run named features "
+                f"{_names(twice)} more "
                 "than once, so predict cannot take the file's columns by name: give the file the header "
                 f"training read ({_names(wanted)}, with the label column anywhere), or no header, to take "
                 "the columns by position"
@@ -492,7 +495,8 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
                 if names
             )
             raise TorchLeanError(
-                f"{table.shown_file}: the header does not name each of checkpoint {args.checkpoint}'s "
+                f"{table.shown_file}: the header does not name each of checkpoint "
+                f"{shown_path(args.checkpoint)}'s "
                 f"{len(wanted)} features once ({faults})"
             )
         return _by_name(table, args.label_column, saved, args.checkpoint)
@@ -508,7 +512,7 @@ def _read_csv(args: argparse.Namespace, saved: checkpoint.Checkpoint, name: str)
             data_row = "; its feature cells are all numbers: if it is a data row, pass --no-header"
         notes += (
             f"matched {table.shown_file}'s columns to the features by position: its header "
-            f"({_names(table.names)}) names none of checkpoint {args.checkpoint}'s features "
+            f"({_names(table.names)}) names none of checkpoint {shown_path(args.checkpoint)}'s features "
             f"({_names(wanted)}){data_row}",
         )
     return _Input(table.shown_file, x, columns, "" if label is None else table.shown(label), cells,
@@ -555,8 +559,10 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     expected = f" ({_names(saved.feature_names)})" if saved.feature_names else ""
     columns = _names(source.columns) or "none"
     raise TorchLeanError(
-        f"{source.source} has {count} feature column{'' if count == 1 else 's'} ({columns}; {label}), "
-        f"but checkpoint {path} expects {saved.features} feature{'' if saved.features == 1 else 's'}"
+        f"{shown_path(source.source)} has {count} feature column{'' if count == 1 else 's'} ({columns}; "
+        f"{label}), "
+        f"but checkpoint {shown_path(path)} expects {saved.features} "
+        f"feature{'' if saved.features == 1 else 's'}"
         f"{expected}"
     )
 
@@ -582,18 +588,21 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         return None
     if saved.task == "classification" and truth is None and args.ignore_labels and source.cells is not None:
         raise TorchLeanError(
-            f"--split {args.split} needs the labels of {source.source}, which --ignore-labels leaves unread: "
+            f"--split {args.split} needs the labels of {shown_path(source.source)}, which --ignore-labels "
+            f"leaves unread: "
             "torchlean train stratifies its split by class (drop --ignore-labels, or use --split all)"
         )
     if saved.task == "classification" and truth is None:
         raise TorchLeanError(
-            f"--split {args.split} needs the label column of {source.source}: torchlean train stratifies its "
+            f"--split {args.split} needs the label column of {shown_path(source.source)}: torchlean train "
+            f"stratifies its "
             "split by class (name it with --label-column, or use --split all)"
         )
     assert saved.split_seed is not None  # Checkpoint stores seed for a file without it
     if saved.split_seed >= 2**32:  # torchlean train's seeds are below 2**32 (a numpy RandomState seed)
         raise TorchLeanError(
-            f"--split {args.split}: checkpoint {args.checkpoint} has seed {saved.split_seed}, which no "
+            f"--split {args.split}: checkpoint {shown_path(args.checkpoint)} has seed {saved.split_seed}, "
+            f"which no "
             "torchlean train split used (its seeds are below 2**32); use --split all"
         )
     labels = truth if truth is not None else np.zeros(source.x.shape[0])
@@ -602,7 +611,8 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
                                       source=source.source)
     except data.EmptySplitError as error:
         raise TorchLeanError(
-            f"--split {args.split}: {error}: checkpoint {args.checkpoint} was trained with --test-fraction "
+            f"--split {args.split}: {error}: checkpoint {shown_path(args.checkpoint)} was trained with "
+            f"--test-fraction "
             f"{saved.test_fraction!r}, which takes {error.test_rows} test rows of these {error.samples}, "
             "leaving none to train on; use --split all"
         ) from None
@@ -612,18 +622,22 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     hashed = matches_training(compared, saved)
     taken = f"--split {args.split} takes the {args.split} rows of the split torchlean train would make of"
     if hashed is None and args.dataset == data.STDIN:  # no digest recorded: none to compare with
-        print(f"note: checkpoint {args.checkpoint} records no digest of its training data, so whether "
+        print(f"note: checkpoint {shown_path(args.checkpoint)} records no digest of its training data, so "
+              f"whether "
               f"standard input holds them cannot be checked: {taken} it, and rows the model trained on may "
               "be among them unless these are the training data as they were", file=sys.stderr)
     elif (alike := _hashing_alike_note(args, source, compared)) is not None:  # review65 F1, review67 F3
         print(alike, file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
-        print(f"note: the data of {source.source} differ from those checkpoint {args.checkpoint}'s run "
+        print(f"note: the data of {shown_path(source.source)} differ from those checkpoint "
+              f"{shown_path(args.checkpoint)}'s run "
               f"trained on ({compared.difference or _DIGEST_DIFFERS}): {taken} them now, which may include "
               "rows the model trained on", file=sys.stderr)
     elif not same and not hashed:
-        print(f"note: checkpoint {args.checkpoint} was trained on {dataset_name(saved.dataset)}; {taken} "
-              f"{source.source}, among which rows the model trained on may be, if these data hold any",
+        print(f"note: checkpoint {shown_path(args.checkpoint)} was trained on "
+              f"{dataset_name(saved.dataset)}; {taken} "
+              f"{shown_path(source.source)}, among which rows the model trained on may be, if these data "
+              f"hold any",
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
     if not note and args.split == "test":  # review59 F12: train's note on a class the test rows lack
@@ -640,20 +654,24 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
     (review67 F3), said without naming which of the two was edited (review88 F2); None otherwise.
     ``predict`` prints it under every ``--split`` for which it compared the data (review88 F2)."""
     if compared.difference is not None and compared.difference.endswith(_STATISTICS_DIFFER):  # review65 F1
-        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+                f"{shown_path(args.checkpoint)}'s run trained "
                 f"on ({compared.difference}): the model standardises its inputs with the checkpoint's "
                 "statistics, so its outputs on these data are not its outputs on the training data")
     if compared.difference == _COLUMNS_REORDERED:  # review90 F8: taken by name, the run's data
-        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+                f"{shown_path(args.checkpoint)}'s run trained "
                 f"on as they were: {_COLUMNS_REORDERED}; predict takes a CSV file's columns by the "
                 "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
                 "columns in their order, refuses them)")
     if compared.difference is not None and compared.difference.startswith(_LABEL_MOVED_START):
-        return (f"note: the data of {source.source} are not those checkpoint {args.checkpoint}'s run trained "
+        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+                f"{shown_path(args.checkpoint)}'s run trained "
                 f"on as they were: {compared.difference}, as predict reads them (train --resume, which reads "
                 "the label where the run did, names --label-column)")
     if compared.names is not None:
-        return (f"note: the data of {source.source} hash as those checkpoint {args.checkpoint}'s run trained "
+        return (f"note: the data of {shown_path(source.source)} hash as those checkpoint "
+                f"{shown_path(args.checkpoint)}'s run trained "
                 f"on, but {compared.names} (the data's names or the checkpoint's were edited): predict "
                 "names the predictions by the checkpoint's classes and takes a CSV file's columns by the "
                 "checkpoint's feature names; if the data's names are the edited ones, name them as the "
@@ -857,8 +875,10 @@ def _class_order_note(source: _Input, saved: checkpoint.Checkpoint, path: Path) 
         return ""
     if ours == saved.classes or sorted(ours) != sorted(saved.classes):
         return ""
-    return (f"note: checkpoint {path} names its classes in another order than the data it trained on "
-            f"({source.source}): {_resume.first_name_difference('class', ours, saved.classes)} (the "
+    return (f"note: checkpoint {shown_path(path)} names its classes in another order than the data it "
+            f"trained on "
+            f"({shown_path(source.source)}): {_resume.first_name_difference('class', ours, saved.classes)} "
+            f"(the "
             "checkpoint was edited?): its predictions and accuracy follow the checkpoint's names\n")
 
 
@@ -1245,7 +1265,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         # after _split, which refuses --split train/test for the same failure (one error, no note)
         why = _resume.as_the_run_read(compared.failure, saved)
         unknown = ", so whether they are its data is unknown" if compared.difference is None else ""
-        print(f"note: {source.source} could not be loaded as checkpoint {shown_path(args.checkpoint)}'s run "
+        print(f"note: {shown_path(source.source)} could not be loaded as checkpoint "
+              f"{shown_path(args.checkpoint)}'s run "
               f"loaded its data ({why}){unknown}", file=sys.stderr)
     if order is None and compared is not None:  # review88 F2: why the record's data_matches_training is false
         alike = _hashing_alike_note(args, source, compared)
@@ -1258,11 +1279,13 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         chosen = np.sort(order)
         ranked = np.searchsorted(chosen, order)
     if source.cells is not None and args.ignore_labels:
-        print(f"note: --ignore-labels: {source.source}'s label column {data.display_name(source.label)} is "
+        print(f"note: --ignore-labels: {shown_path(source.source)}'s label column "
+              f"{data.display_name(source.label)} is "
               f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
               file=sys.stderr)
     elif args.ignore_labels:  # review32 F8: say that the option had nothing to leave out
-        print(f"note: --ignore-labels: {source.source} has no label column (nothing to leave out)",
+        print(f"note: --ignore-labels: {shown_path(source.source)} has no label column (nothing to leave "
+              f"out)",
               file=sys.stderr)
     raw = source.x if chosen is None else source.x[chosen]
     if chosen is not None and truth is not None:
@@ -1272,11 +1295,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     except checkpoint.FeatureValueError as error:  # the cell as the data's other messages name it
         row = error.row if chosen is None else int(chosen[error.row])
         raise TorchLeanError(
-            f"{source.source}: {source.place} {source.lines[row]}, column {source.columns[error.feature]}: "
+            f"{shown_path(source.source)}: {source.place} {source.lines[row]}, column "
+            f"{source.columns[error.feature]}: "
             f"{error.detail}"
         ) from None
     except checkpoint.CheckpointError as error:
-        raise TorchLeanError(f"{source.source}: {error}") from None
+        raise TorchLeanError(f"{shown_path(source.source)}: {error}") from None
     trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
     # with --report-json on stdout, report_beside has made sys.stdout stderr
     out: TextIO = sys.stdout if args.output is not None else sys.stderr
