@@ -122,3 +122,21 @@ def test_predict_names_such_a_checkpoint_on_one_line(
                        str(tmp_path / "p.csv"))
     assert code == 2 and err.count("\n") == 1, err
     assert f"but checkpoint $'{tmp_path}/m\\nx.npz' expects 4 features" in err
+
+
+def test_a_suggested_command_gives_such_a_name_as_one_shell_word(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review213 (the quoting of review207 F8 in commands a note suggests): ``shlex.quote`` of a
+    ``$'...'`` form named another file; the form is one shell word already."""
+    import subprocess
+
+    checkpoint = tmp_path / "m\nx.npz"
+    assert cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save",
+               str(checkpoint))[0] == 0
+    code, _, err = cli(capsys, "train", "--resume", str(checkpoint), "--epochs", "2")
+    assert code == 0, err
+    word = f"$'{tmp_path}/m\\nx.npz'"
+    assert f"pass --save {word} to update it" in err, err
+    done = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True, check=True)
+    assert done.stdout == str(checkpoint)

@@ -46,6 +46,7 @@ __all__ = [
     "metric_text",
     "output_path",
     "report_beside",
+    "shell_word",
     "shown_path",
     "shown_text",
     "source_note",
@@ -337,6 +338,14 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     ``UnicodeEncodeError`` after the command's work was done (the checkpoint saved, the run
     reported as failed)."""
     return path_shown(os.fspath(path), getattr(sys.stdout, "encoding", None) or "utf-8")
+
+
+def shell_word(path: str | os.PathLike[str]) -> str:
+    """``path`` as one word to paste into a shell command a message suggests: :func:`shown_path`'s
+    ``$'...'`` where the name needs escapes (one word already), else the name shell-quoted
+    (:func:`shlex.quote`; ``shlex.quote`` of a ``$'...'`` form named another file)."""
+    shown = shown_path(path)
+    return shown if shown != os.fspath(path) else shlex.quote(shown)
 
 
 def shown_text(text: str) -> str:

@@ -77,7 +77,15 @@ from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
 from torchlean.cli import _checkpoint_input as checkpoint_input
 from torchlean.cli import negative_number
-from torchlean.cli._output import check_distinct, data_shown, escaped, file_path, header_value, shown_path
+from torchlean.cli._output import (
+    check_distinct,
+    data_shown,
+    escaped,
+    file_path,
+    header_value,
+    shell_word,
+    shown_path,
+)
 from torchlean.cli._schedule import LRSchedule
 from torchlean.cli._spelling import cli_spelling
 from torchlean.cli._validation import Validation, monitored, stalled
@@ -538,7 +546,7 @@ def prepare(args: argparse.Namespace) -> Resumed | None:
     _check_monitor(values, shown)
     _check_lr_agrees(training, recorded["lr"], shown)
     if "dataset" not in given and values["dataset"] == data.STDIN:
-        _stdin_again(shown)
+        _stdin_again(path)
     if values["test_fraction"] != saved.test_fraction:  # review118 F1: settings without the option
         # (written before it) take its default, which a hand-edited test_fraction contradicts;
         # settings that record it are checked against the field when the checkpoint is read
@@ -582,7 +590,7 @@ def _check_lr_agrees(training: checkpoint.TrainingState, setting: str | bool | N
     )
 
 
-def _stdin_again(shown: str) -> None:
+def _stdin_again(path: Path) -> None:
     """The resume, without ``--dataset``, of a run that read standard input, which it reads again:
     said in a note, and refused when standard input is a terminal, where the read would wait for
     typed rows in silence (review88 F8).
@@ -592,12 +600,12 @@ def _stdin_again(shown: str) -> None:
     """
     if sys.stdin is not None and sys.stdin.isatty():
         raise TorchLeanError(
-            f"checkpoint {shown}'s run read its data from standard input (-), which --resume reads again "
-            "without --dataset, and standard input is a terminal here: pipe the run's data in "
-            f"(torchlean train --resume {shlex.quote(shown)} < FILE) or give --dataset FILE"
+            f"checkpoint {shown_path(path)}'s run read its data from standard input (-), which --resume "
+            "reads again without --dataset, and standard input is a terminal here: pipe the run's data in "
+            f"(torchlean train --resume {shell_word(path)} < FILE) or give --dataset FILE"
         )
-    print(f"note: checkpoint {shown}'s run read its data from standard input (-): --resume reads standard "
-          "input again (the data digest checks that they are the run's)", file=sys.stderr)
+    print(f"note: checkpoint {shown_path(path)}'s run read its data from standard input (-): --resume reads "
+          "standard input again (the data digest checks that they are the run's)", file=sys.stderr)
 
 
 def setting_refusal(resumed: Resumed | None, args: argparse.Namespace, dest: str, message: str) -> str | None:
@@ -950,8 +958,8 @@ def cannot_run_here(resumed: Resumed, error: object) -> str:
         f"{error}; profile {saved.profile} (execution {saved.execution}) is checkpoint {shown}'s "
         "trained_under, and --resume keeps it (--profile and --execution cannot change a resumed run's), "
         "so this run resumes only where it runs; here, "
-        f"torchlean predict {shlex.quote(shown)} --dataset DATA --profile {cpu} predicts with its weights "
-        f"on the CPU, and --profile {cpu} without --resume trains a new run"
+        f"torchlean predict {shell_word(resumed.path)} --dataset DATA --profile {cpu} predicts with its "
+        f"weights on the CPU, and --profile {cpu} without --resume trains a new run"
     )
 
 
@@ -1396,7 +1404,7 @@ def unsaved_note(resumed: Resumed | None, save: object) -> str:
     path = shown_path(resumed.path)
     return (
         f"note: this run saves nothing (no --save): {path} keeps its {resumed.epochs_before} epoch(s); "
-        f"pass --save {shlex.quote(path)} to update it, or --save NEW_PATH\n"
+        f"pass --save {shell_word(resumed.path)} to update it, or --save NEW_PATH\n"
     )
 
 
@@ -1603,7 +1611,7 @@ class Stop:
             came = f"after {self.ended}, while the run tested and saved" if self.late else f"in {self.ended}"
             print(f"note: {self.first} came {came}: the run is complete (nothing to resume)", file=sys.stderr)
             return 0
-        saved = shlex.quote(shown_path(args.save))  # pasted into a shell as it is (review44 F6)
+        saved = shell_word(args.save)  # pasted into a shell as it is (review44 F6)
         how = "" if self.first == "Ctrl-C" else f" by {self.first}"
         # a run that read standard input reads it again: the command says to pipe the data in (review128 F5)
         piped = " < FILE (the data this run read from standard input)" if str(args.dataset) in (
