@@ -141,3 +141,32 @@ def test_a_scalar_loss_that_needs_no_gradient_is_named_so() -> None:
         refusal = r"^typed graph: node 2 requires no gradient: it depends on no "
         with pytest.raises(AutogradError, match=refusal):
             program.run_and_backward([tl.tensor(np.ones((2, 3), np.float32))], [], 2)
+
+
+def test_a_payload_keyed_at_a_node_that_takes_none_is_refused_by_both() -> None:
+    """review213 F2: the executor ignored it, where ir.evaluate refuses it; a layer norm's affine
+    keyed at the relu before it ran without the affine (0.0 where keyed right gives 30.0)."""
+    graph = Graph([Node(0, (), K.Input(), (2, 3)), Node(1, (0,), K.Relu(), (2, 3)),
+                   Node(2, (1,), K.LayerNorm(axis=1), (2, 3)), Node(3, (2,), K.Sum(), ())])
+    affine = LayerNormParams(np.full(3, 2.0, np.float32), np.full(3, 5.0, np.float32))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    fault = ("payloads has keys that are not nodes taking a payload: [1] (nodes taking one: [2]; kinds "
+             "const, linear, conv, batch_norm_eval, batch_norm_train, layernorm)")
+    with pytest.raises(SessionError, match=f"^typed graph: {re.escape(fault)}$"):
+        _program(graph, {1: affine})
+    with pytest.raises(IRError, match=f"^IR eval: {re.escape(fault)}$"):
+        ir.evaluate(graph, {0: x}, {1: affine})
+    # keyed right: each normalised row sums to 0, so the sum is 6 bias values of 5
+    assert _run(graph, {2: affine}, [x], 3) == ir.evaluate(graph, {0: x}, {2: affine})[3] == 30.0
+
+
+def test_a_list_weight_and_a_matrix_const_are_named_and_read_alike() -> None:
+    """review213 F7: a list weight was "has shape list"; an np.matrix const of value_shape (6, 1)
+    ran as its (1, 6) matrix shape in the executor (a numpy matrix keeps two axes)."""
+    x = {0: np.ones((2, 3), np.float32)}
+    _refused_by_both(LINEAR, {1: LinearParams([[1.0] * 3] * 4, None)}, x,  # type: ignore[arg-type]
+                     "its LinearParams.weight must be a numpy array, got list (accepted: an array of shape "
+                     "[4, 3])")
+    matrix = {1: np.asmatrix(np.arange(6, dtype=np.float32))}
+    ones = np.ones((6, 1), np.float32)
+    assert _run(CONST, matrix, [ones], 3) == ir.evaluate(CONST, {0: ones}, matrix)[3] == 21.0

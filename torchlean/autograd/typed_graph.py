@@ -67,7 +67,7 @@ from torchlean.ir.ops import (
     Sum,
     Transpose,
 )
-from torchlean.ir.payload_check import payload_fault
+from torchlean.ir.payload_check import payload_fault, stray_keys_fault
 from torchlean.ir.payloads import (
     BatchNormParams,
     BatchNormTrainParams,
@@ -268,6 +268,9 @@ class GraphProgram:
                     f"`{self.kernels[node.id].capsule.name}` (`{self.kernels[node.id].op.label}`) there; "
                     "accept this graph's own plan"
                 )
+        stray = stray_keys_fault(graph, payloads)
+        if stray is not None:  # review213 F2: ignored (a layer norm's affine at another node dropped)
+            raise SessionError(f"typed graph: {stray}")
         for node in graph.nodes:  # review212 F1/F2: a payload that does not fit ran, or raised KeyError
             if isinstance(node.kind, Const) and node.id in param_nodes:
                 continue  # a model parameter, checked against the lowered shape at each run
@@ -480,7 +483,8 @@ class GraphProgram:
             if not isinstance(const, np.ndarray):  # payload_fault refused it in __init__
                 raise SessionError(f"typed graph: const node {node.id} has no array payload")
             # read row-major into value_shape, as torchlean.ir.evaluate reads it (review212 F1)
-            return Step(node.id, StepKind.CONST, const=const.reshape(kind.value_shape))
+            # (np.asarray: an np.matrix keeps two axes through reshape: review213 F7)
+            return Step(node.id, StepKind.CONST, const=np.asarray(const).reshape(kind.value_shape))
         if isinstance(kind, Detach):
             return Step(node.id, StepKind.DETACH, parent=node.parents[0])
         if bound is None:

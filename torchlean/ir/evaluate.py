@@ -15,13 +15,12 @@ Randomness: ``rand_uniform seed`` and ``bernoulli_mask seed`` at node ``i`` draw
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.errors import GuardError
 from torchlean.backend.fields import describe
 from torchlean.backend.providers.reference import kernels, spatial
@@ -80,7 +79,7 @@ from torchlean.ir.ops import (
     WindowConfig,
     render_shape,
 )
-from torchlean.ir.payload_check import payload_fault
+from torchlean.ir.payload_check import payload_fault, stray_keys, stray_keys_fault
 from torchlean.ir.payloads import (
     Array,
     BatchNormParams,
@@ -224,7 +223,7 @@ def _eval_node(
                     f"IR eval: const {node.id}: flat length mismatch: have {value.size}, "
                     f"expected {math.prod(shape)}"
                 )
-            return np.array(value.reshape(shape), copy=True)
+            return np.array(np.asarray(value).reshape(shape), copy=True)  # an np.matrix too
         case Detach():
             return np.array(args[0], copy=True)
         case RandUniform(seed=seed):
@@ -343,7 +342,7 @@ def _check_inputs(graph: Graph, inputs: object) -> None:
             f"IR eval: inputs must be a mapping from input node id to array (input ids: "
             f"{render_shape(ids)}), got {describe(inputs)}"
         )
-    stray = _stray_keys(inputs, ids)
+    stray = stray_keys(inputs, ids)
     if stray:
         raise IRError(
             f"IR eval: inputs has keys that are not input node ids: {stray} "
@@ -351,33 +350,16 @@ def _check_inputs(graph: Graph, inputs: object) -> None:
         )
 
 
-def _stray_keys(mapping: Mapping[Any, object], ids: Sequence[int]) -> str:
-    """The keys of ``mapping`` that are not integers among ``ids`` as ``[k, ...]``, or ``""``."""
-    known = set(ids)
-    stray = [k for k in mapping if not is_builtin_or_numpy_int(k) or k not in known]
-    if not stray:
-        return ""
-    return "[" + ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray) + "]"
-
-
-_PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, BatchNormTrain, LayerNorm)
-
-
 def _check_payload_keys(graph: Graph, payloads: object) -> None:
     """Refuse ``payloads`` that is not a mapping, or keyed at a node that takes no payload (a
-    payload there would be ignored)."""
+    payload there would be ignored: :func:`~torchlean.ir.payload_check.stray_keys_fault`)."""
     if not isinstance(payloads, Mapping):
         raise IRError(
             f"IR eval: payloads must be a mapping from node id to payload, got {describe(payloads)}"
         )
-    takers = [node.id for node in graph.nodes if isinstance(node.kind, _PAYLOAD_KINDS)]
-    stray = _stray_keys(payloads, takers)
-    if stray:
-        kinds = ", ".join(cls.tag for cls in _PAYLOAD_KINDS)
-        raise IRError(
-            f"IR eval: payloads has keys that are not nodes taking a payload: {stray} (nodes "
-            f"taking one: {render_shape(takers)}; kinds {kinds})"
-        )
+    fault = stray_keys_fault(graph, payloads)
+    if fault is not None:
+        raise IRError(f"IR eval: {fault}")
 
 
 def _draw_dtype(dtype: object) -> np.dtype[Any]:

@@ -12,12 +12,14 @@ error (review212 F1).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from torchlean.ir.graph import Node
-from torchlean.ir.ops import BatchNormEval, BatchNormTrain, Const, Conv, LayerNorm, Linear
+from torchlean._checks import is_builtin_or_numpy_int
+from torchlean.ir.graph import Graph, Node
+from torchlean.ir.ops import BatchNormEval, BatchNormTrain, Const, Conv, LayerNorm, Linear, render_shape
 from torchlean.ir.payloads import (
     BatchNormParams,
     BatchNormTrainParams,
@@ -26,7 +28,34 @@ from torchlean.ir.payloads import (
     LinearParams,
 )
 
-__all__ = ["payload_fault"]
+__all__ = ["PAYLOAD_KINDS", "payload_fault", "stray_keys", "stray_keys_fault"]
+
+PAYLOAD_KINDS = (Const, Linear, Conv, BatchNormEval, BatchNormTrain, LayerNorm)
+"""The node kinds that take a payload."""
+
+
+def stray_keys_fault(graph: Graph, payloads: Mapping[Any, object]) -> str | None:
+    """Why ``payloads`` is keyed at what is not a node taking a payload (a payload there would be
+    ignored: a layer norm's affine keyed at the node before it ran without it, review213 F2), else
+    None."""
+    takers = [node.id for node in graph.nodes if isinstance(node.kind, PAYLOAD_KINDS)]
+    stray = stray_keys(payloads, takers)
+    if not stray:
+        return None
+    kinds = ", ".join(cls.tag for cls in PAYLOAD_KINDS)
+    return (
+        f"payloads has keys that are not nodes taking a payload: {stray} (nodes taking one: "
+        f"{render_shape(takers)}; kinds {kinds})"
+    )
+
+
+def stray_keys(mapping: Mapping[Any, object], ids: Sequence[int]) -> str:
+    """The keys of ``mapping`` that are not integers among ``ids`` as ``[k, ...]``, or ``""``."""
+    known = set(ids)
+    stray = [k for k in mapping if not is_builtin_or_numpy_int(k) or k not in known]
+    if not stray:
+        return ""
+    return "[" + ", ".join(repr(k) if not is_builtin_or_numpy_int(k) else str(k) for k in stray) + "]"
 
 
 def payload_fault(node: Node, payload: object, x: tuple[int, ...]) -> str | None:
@@ -101,7 +130,9 @@ def _arrays(payload: object, cls: type, fields: dict[str, tuple[tuple[int, ...],
             if required:
                 return f"its {cls.__name__}.{name} is None (accepted: an array of shape {list(shape)})"
             continue
-        if not isinstance(value, np.ndarray) or value.shape != shape:
-            got = list(value.shape) if isinstance(value, np.ndarray) else type(value).__name__
-            return f"its {cls.__name__}.{name} has shape {got} (accepted: {list(shape)})"
+        if not isinstance(value, np.ndarray):  # review213 F7: "has shape list"
+            return (f"its {cls.__name__}.{name} must be a numpy array, got {type(value).__name__} "
+                    f"(accepted: an array of shape {list(shape)})")
+        if value.shape != shape:
+            return f"its {cls.__name__}.{name} has shape {list(value.shape)} (accepted: {list(shape)})"
     return None
