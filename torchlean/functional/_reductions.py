@@ -117,12 +117,13 @@ def logsumexp(
     row of ``-inf`` gives ``-inf`` with a NaN gradient; as torch. Over an empty axis the result is
     ``-inf`` (``log`` of the empty sum), with a zero-size gradient.
 
-    Records ``permute`` (when needed), ``reshape``, ``concat`` and ``gather`` (``m``: the row and a
-    0, cut from the tape, gathered at the row's first maximum, found from the values, or at the 0
-    where that maximum is infinite; review211 F2: ``m`` is most of the result where one entry
-    dominates, so it comes from a kernel too), ``sub``, ``exp``, ``reduce_sum``, ``log``, ``add``
-    and ``reshape`` (``exp``, ``reduce_sum``, ``log`` and ``reshape`` over an empty axis);
-    ``result.produced_by`` is the last ``reshape``'s kernel.
+    Records ``permute`` (when needed), ``reshape``, ``gather`` (``m``: gathered from the rows cut
+    from the tape at each row's first maximum, found from the values, or, where that maximum is
+    ``inf``, at its largest finite entry; review211 F2: ``m`` is most of the result where one entry
+    dominates, so it comes from a kernel too; where some row's maximum is infinite, a ``concat``
+    first appends a 0 to each row, gathered for a row without a finite entry), ``sub``, ``exp``,
+    ``reduce_sum``, ``log``, ``add`` and ``reshape`` (``exp``, ``reduce_sum``, ``log`` and
+    ``reshape`` over an empty axis); ``result.produced_by`` is the last ``reshape``'s kernel.
 
     Raises:
         GuardError: an int64 or bool ``x``; an axis out of range (never wrapped), repeated, or
@@ -151,14 +152,16 @@ def logsumexp(
         # of a 0 appended to the row where it holds no finite entry and no NaN
         values = rows.numpy()
         at = np.argmax(values, axis=-1, keepdims=True)
-        peak = np.take_along_axis(values, at, axis=-1)
-        finite = np.where(np.isfinite(values), values, -np.inf)
-        at_finite = np.argmax(finite, axis=-1, keepdims=True)
-        has_finite = np.isfinite(np.take_along_axis(finite, at_finite, axis=-1))
-        index = np.where(np.isinf(peak), np.where(has_finite & (peak > 0), at_finite, extent), at)
-        index = index.astype(np.int64)
+        infinite = np.isinf(np.take_along_axis(values, at, axis=-1))
         fixed = rows.detach()
-        zero = _on_device_of(np.zeros((*rows.shape[:-1], 1), values.dtype), rows)
-        shift = gather(concat([fixed, zero], -1), _on_device_of(index, rows), -1)
+        if infinite.any():  # the rare rows: a finite-entry search and a 0 column (review213 F4: cost)
+            peak = np.take_along_axis(values, at, axis=-1)
+            finite = np.where(np.isfinite(values), values, -np.inf)
+            at_finite = np.argmax(finite, axis=-1, keepdims=True)
+            has_finite = np.isfinite(np.take_along_axis(finite, at_finite, axis=-1))
+            at = np.where(infinite, np.where(has_finite & (peak > 0), at_finite, extent), at)
+            zero = _on_device_of(np.zeros((*rows.shape[:-1], 1), values.dtype), rows)
+            fixed = concat([fixed, zero], -1)
+        shift = gather(fixed, _on_device_of(at.astype(np.int64), rows), -1)
         result = add(log(reduce_sum(exp(sub(rows, shift)), -1, keepdims=True)), shift)
     return reshape(result, reduced_shape(shape, axes, keep))
