@@ -936,7 +936,7 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
         with pytest.raises(RegistryError, match=re.escape(refusal)):
             fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
     # review211 F4: a dot that NFKC leaves as it is, in place of the separator
-    for dot in ("\u00b7", "\u2027", "\u30fb", "\u2219"):
+    for dot in ("\u00b7", "\u2027", "\u30fb", "\u2219", "\u0660", "\ua60e"):
         alike = f"reference{dot}reduce_sum"
         refusal = (f"capsule `{alike}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
                    f"`reference.reduce_sum` (U+{ord(dot):04X} in place of .), which is the one for ")

@@ -215,6 +215,9 @@ _DRAWN_LATIN = str.maketrans({
     "\u00b7": ".", "\u0387": ".", "\u0589": ".", "\u06d4": ".", "\u0701": ".", "\u0702": ".",
     "\u16eb": ".", "\u2022": ".", "\u2027": ".", "\u2219": ".", "\u22c5": ".", "\u2e31": ".",
     "\u3002": ".", "\u30fb": ".", "\ua4f8": ".", "\uff61": ".", "\uff65": ".",
+    # more of Unicode's confusables of "." and the middle dot (review213 F3)
+    "\u0660": ".", "\u06f0": ".", "\u1427": ".", "\u2e33": ".", "\ua60e": ".", "\ua78f": ".",
+    "\U00010101": ".", "\U00010a50": ".",
 })
 """Letters of other scripts that read as a Latin letter, and dots that read as ``.``
 (:func:`_look_alike`): a name written in them (``aten.ехр`` in Cyrillic, ``reference·relu`` with
