@@ -1020,12 +1020,8 @@ def smallest_tiles() -> Iterator[None]:
     Raises:
         NativeExtensionError: the extension cannot be loaded.
     """
-    module = extension.active_module()
-    previous = module.set_attention_smallest_tiles(True)
-    try:
+    with _switched("set_attention_smallest_tiles", True):
         yield
-    finally:
-        module.set_attention_smallest_tiles(previous)
 
 
 FEW_ELEMENT_BLOCKS = 2
@@ -1043,12 +1039,21 @@ def few_element_blocks() -> Iterator[None]:
     Raises:
         NativeExtensionError: the extension cannot be loaded.
     """
-    module = extension.active_module()
-    previous = module.set_max_element_blocks(FEW_ELEMENT_BLOCKS)
+    with _switched("set_max_element_blocks", FEW_ELEMENT_BLOCKS):
+        yield
+
+
+@contextlib.contextmanager
+def _switched(setter: str, value: object) -> Iterator[None]:
+    """Within the block, the extension's process-wide setting ``setter`` (a function of the build
+    kernels launch on that sets it and returns the previous value) holds ``value``; the previous
+    value is restored on exit."""
+    setting = getattr(extension.active_module(), setter)
+    previous = setting(value)
     try:
         yield
     finally:
-        module.set_max_element_blocks(previous)
+        setting(previous)
 
 
 def cases_for(ops: Sequence[str]) -> tuple[ParityCase, ...]:
