@@ -99,6 +99,7 @@ from mypy.nodes import (
     FuncBase,
     IndexExpr,
     LambdaExpr,
+    ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
@@ -106,6 +107,8 @@ from mypy.nodes import (
     OpExpr,
     RefExpr,
     StrExpr,
+    TempNode,
+    TupleExpr,
     TypeAlias,
     TypeInfo,
     UnaryExpr,
@@ -1102,17 +1105,38 @@ def _aliased_function(node: object, modules: dict[str, MypyFile]) -> str | None:
 
 def _assigned_value(var: Var, modules: dict[str, MypyFile]) -> Expression | None:
     """The value assigned to the module-level variable ``var``, if it is assigned exactly once at
-    its module's top level (and mypy still holds that module's syntax tree), else None."""
+    its module's top level (and mypy still holds that module's syntax tree), else None. A bare
+    declaration (``x: T``, no value) is no assignment, and a tuple or list target takes the value
+    at its position of a tuple or list of as many (``onew, _ = object.__new__, 0``), so that the
+    declared-then-assigned and unpacked spellings of an alias are followed too (review217 F1)."""
     module = modules.get(var.fullname.rpartition(".")[0])
     if module is None:
         return None
-    assigned = [
-        statement.rvalue
-        for statement in module.defs
-        if isinstance(statement, AssignmentStmt)
-        and any(isinstance(target, NameExpr) and target.node is var for target in statement.lvalues)
-    ]
+    assigned: list[Expression] = []
+    for statement in module.defs:
+        if not isinstance(statement, AssignmentStmt) or (
+            isinstance(statement.rvalue, TempNode) and statement.rvalue.no_rhs
+        ):
+            continue
+        for target in statement.lvalues:
+            assigned.extend(_values_for(var, target, statement.rvalue))
     return assigned[0] if len(assigned) == 1 else None
+
+
+def _values_for(var: Var, target: Expression, value: Expression) -> list[Expression]:
+    """The values ``target = value`` gives ``var``: ``value`` for a name target, the matching
+    element for a tuple or list target over a tuple or list of as many elements (nested alike);
+    an unpacking of anything else counts as an assignment whose value is not known (``value``
+    itself, which no alias reading takes for a member or a name of the routes)."""
+    if isinstance(target, NameExpr):
+        return [value] if target.node is var else []
+    if isinstance(target, TupleExpr | ListExpr):
+        if isinstance(value, TupleExpr | ListExpr) and len(value.items) == len(target.items):
+            return [found for item, part in zip(target.items, value.items, strict=True)
+                    for found in _values_for(var, item, part)]
+        if any(_values_for(var, item, value) for item in target.items):
+            return [TempNode(AnyType(TypeOfAny.special_form))]  # assigned, to what is unknown
+    return []
 
 
 def _assigned_name(var: Var, modules: dict[str, MypyFile]) -> str | None:

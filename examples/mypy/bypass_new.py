@@ -1,7 +1,7 @@
 """Allocating sealed types with ``__new__`` or re-running ``__init__``: each marked line is a mypy error."""
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import AcceptedKernel, accept
@@ -75,6 +75,14 @@ object_new(AcceptedKernel)  # E: object.__new__() of sealed type "AcceptedKernel
 object_new(ExecutableKernel)  # E: object.__new__() of sealed type "ExecutableKernel" outside its gate (allowed only in: torchlean.backend.binding.bind; caller: module bypass_new)  [torchlean-sealed]
 sealable_new = Sealable.__new__
 sealable_new(AcceptedKernel)  # E: Sealable.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_new)  [torchlean-sealed]
+# declared on one line and assigned on another, and unpacked from a tuple or list (review217 F1)
+split_new: Callable[[type[Any]], Any]
+split_new = object.__new__
+split_new(AcceptedKernel)  # E: object.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_new)  [torchlean-sealed]
+unpacked_new, _unpacked_other = object.__new__, 0
+unpacked_new(AcceptedKernel)  # E: object.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_new)  [torchlean-sealed]
+[listed_new] = [AcceptedKernel.__new__]
+listed_new(AcceptedKernel)  # E: AcceptedKernel.__new__() of sealed type "AcceptedKernel" outside its gate (allowed only in: torchlean.backend.acceptance.accept; caller: module bypass_new)  [torchlean-sealed]
 
 
 def blank_through_alias() -> AcceptedKernel:

@@ -28,6 +28,9 @@ mint = _mint
 mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 declared_mint: Callable[[object], None] = _mint  # an annotated alias: the assigned name is read
 declared_mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
+split_mint: Callable[[object], None]
+split_mint = _mint  # declared on one line, assigned on another (review217 F1)
+split_mint(forged)  # E: "torchlean.backend.sealed._mint" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 sealed._GateToken()  # E: "torchlean.backend.sealed._GateToken" is private to torchlean: sealed values come only from their gates (caller: module bypass_private)  [torchlean-sealed]
 
 # Writing the mint registry directly would make a forgery pass the runtime check.
