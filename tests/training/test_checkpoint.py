@@ -1738,3 +1738,25 @@ def test_train_save_records_the_capsules_of_its_report(capsys, tmp_path, dataset
     audit = [line for line in out.splitlines() if line.startswith("  ")]
     assert [line.split()[1] for line in audit] == [row["capsule"] for row in written["capsules"]]
     assert "bernoulli_mask" in [row["op"] for row in written["capsules"]]
+
+
+def test_inspect_and_attention_check_write_their_records_when_the_report_reader_leaves(
+    tmp_path, iris_checkpoint
+):
+    """review216 F1: ``inspect --report-json`` and ``attention-check --json`` into a pipe whose
+    reader left exited 141, and whether the record was written depended on the report's size (the
+    full attention sweep wrote none); they now write it and say so, as train and predict do."""
+    import json
+
+    from reader_gone import run_with_stdout_reader_gone
+
+    record = tmp_path / "inspect.json"
+    status, err = run_with_stdout_reader_gone("inspect", str(iris_checkpoint), "--report-json", str(record))
+    gone = "note: the reader of standard output went away;"
+    assert (status, err) == (0, f"{gone} inspect went on to write {record}\n")
+    assert json.loads(record.read_text())["checkpoint"] == str(iris_checkpoint)
+    table = tmp_path / "attention.json"
+    argv = ("attention-check", "--quick", "--no-progress", "--json", str(table))
+    status, err = run_with_stdout_reader_gone(*argv)
+    assert (status, err) == (0, f"{gone} attention-check went on to write {table}\n")
+    assert json.loads(table.read_text())["verdict"] == "PASS"

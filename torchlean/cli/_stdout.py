@@ -52,11 +52,12 @@ class ReaderMayLeave:
 
 
 @contextlib.contextmanager
-def reader_may_leave(files: Sequence[str]) -> Iterator[None]:
+def reader_may_leave(files: Sequence[str], doer: str = "the run") -> Iterator[None]:
     """For a command with ``files`` to write (their names as shown; none: nothing changes): within
     the block stdout is a :class:`ReaderMayLeave`, so a reader that goes away (``| head -3``) does
     not stop the command before it writes them; when that happened, a ``note:`` on stderr after a
-    block that ended without an exception names them."""
+    block that ended without an exception names them (``note: ... went away; {doer} went on to
+    write ...``)."""
     if not files:
         yield
         return
@@ -65,7 +66,7 @@ def reader_may_leave(files: Sequence[str]) -> Iterator[None]:
         yield
     if stdout.gone:
         print(
-            f"note: the reader of standard output went away; the run went on to write {' and '.join(files)}",
+            f"note: the reader of standard output went away; {doer} went on to write {' and '.join(files)}",
             file=sys.stderr,
         )
 

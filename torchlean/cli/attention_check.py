@@ -28,6 +28,7 @@ from torchlean.cli._output import (
     shown_path,
     write_text_file,
 )
+from torchlean.cli._stdout import reader_may_leave
 from torchlean.spec.checker import (
     THRESHOLDS,
     FlashCheckCase,
@@ -86,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the check, print the table and the verdict; 0 on PASS, 1 on FAIL. With ``--json``
     naming stdout (``/dev/stdout``), the table and verdict go to stderr."""
     json_on_stdout = is_stdout(args.json)  # before report_beside moves sys.stdout
-    with report_beside(args.json):
+    files = [shown_path(args.json)] if args.json is not None and not json_on_stdout else []
+    # a reader of the table that goes away (| head -1) does not keep the record from being written
+    # (review216 F1: the full sweep wrote none), as for train and predict
+    with reader_may_leave(files, "attention-check"), report_beside(args.json):
         return completed(_run(args, json_on_stdout))  # outputs written (review128 F3)
 
 

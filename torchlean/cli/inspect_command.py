@@ -81,6 +81,7 @@ from torchlean.cli._output import (
     write_json_record,
 )
 from torchlean.cli._spelling import cli_spelling
+from torchlean.cli._stdout import reader_may_leave
 
 __all__ = ["facts", "register", "run"]
 
@@ -571,7 +572,10 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset is not None and not shipped:
         _csv.check_file(args.dataset)  # review64 F2: a missing file is an error, as for predict
     record = facts(args.checkpoint, saved, digest, args.dataset, args.delimiter)
-    with report_beside(args.report_json):
+    # a reader of the report that goes away (| head -1) does not keep the record from being written
+    # (review216 F1), as for train and predict
+    files = [shown_path(args.report_json)] if args.report_json is not None and not json_on_stdout else []
+    with reader_may_leave(files, "inspect"), report_beside(args.report_json):
         for line in _lines(record, saved):
             print(line)
         if record.get("dataset_error") is not None:  # known not the run's data as laid out (review98 M1)
