@@ -91,6 +91,18 @@ def test_plan_failure_lists_every_missing_op(capsys: pytest.CaptureFixture[str])
     ]
 
 
+@pytest.mark.parametrize("command", ["plan", "check"])
+def test_a_repeated_missing_op_gets_one_note(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """review216 F2: its error line was printed once and its note once per occurrence."""
+    status, _, err = run(capsys, command, "--profile", "checked_cpu", "fft_fno", "relu", "selective_scan",
+                         "fft_fno")
+    assert status == 1
+    assert [line for line in err.splitlines() if line.startswith("note:")] == [
+        "note: torchlean explain --profile checked_cpu fft_fno says why",
+        "note: torchlean explain --profile checked_cpu selective_scan says why",
+    ]
+
+
 def test_plan_and_check_failures_name_the_explain_command_per_missing_op(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

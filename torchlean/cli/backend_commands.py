@@ -114,9 +114,10 @@ def _print_planning_failure(error: PlanningError, profile: BackendProfile, devic
 
 
 def _print_explain_notes(error: PlanningError, profile: BackendProfile, device: Device | None) -> None:
-    """For each op no capsule was found for (``error.missing_ops``), a ``note:`` on stderr naming
-    the ``explain`` command that says why."""
-    for op in error.missing_ops:
+    """For each op no capsule was found for (``error.missing_ops``), once in the order of first
+    appearance (a repeated op is one message: review216 F2), a ``note:`` on stderr naming the
+    ``explain`` command that says why."""
+    for op in dict.fromkeys(error.missing_ops):
         print(f"note: {_explain_command(profile, device, op.label)} says why", file=sys.stderr)
 
 
