@@ -1437,7 +1437,7 @@ def test_an_over_long_path_is_an_input_that_cannot_be_read_or_the_output_option_
         ([*train, "--report-json", f"{long}.json"], f"cannot write --report-json {long}.json"),
         ([*train, "--save", f"{long}.npz"], f"cannot write --save {long}.npz"),
         (["attention-check", "--quick", "--json", f"{long}.json"],
-         f"cannot write the JSON report to {long}.json"),
+         f"cannot write --json {long}.json"),
     ):
         assert cli(capsys, *argv) == (2, "", f"error: {want}: File name too long\n"), argv
     name = "f" * 300  # no path separator, no .csv: neither a shipped dataset nor an existing file

@@ -80,7 +80,7 @@ def _progress(enabled: bool) -> Any:
 
 def _write_json(path: Path, report: FlashCheckReport, *, quick: bool, seed: int) -> None:
     record = {"command": "attention-check", "quick": quick, "seed": seed, **report.to_dict()}
-    write_text_file(path, json.dumps(record, indent=2, allow_nan=False) + "\n", "the JSON report to")
+    write_text_file(path, json.dumps(record, indent=2, allow_nan=False) + "\n", "--json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, json_on_stdout: bool) -> int:
     if args.json is not None:
-        check_writable(args.json, "the JSON report to")
+        check_writable(args.json, "--json")
     cases = flash_check_cases(quick=args.quick, seed=args.seed)
     report = check_flash_attention(cases, progress=_progress(not args.no_progress))
     print(report.table())

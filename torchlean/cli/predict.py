@@ -254,7 +254,8 @@ def register(subparsers: Any) -> None:
                         "makes of this data (the checkpoint's test fraction, torchlean train "
                         "--test-fraction, 0.2 for checkpoints written before it; stratified by class when "
                         "possible; the checkpoint's split seed), "
-                        "the same rows it trained or tested on when the data is the one trained on; the "
+                        "the same rows it trained or tested on when the data is the one trained on (train: "
+                        "with a --val-fraction run's validation rows too); the "
                         "predictions CSV then has a row column (0-based data row) first")
     parser.add_argument("--torch-threads", type=torch_threads, default=None, metavar="N",
                         help=f"intra-op threads (1 to {MAX_TORCH_THREADS}) of the torch kernels behind "
