@@ -1126,8 +1126,9 @@ def _assigned_value(var: Var, modules: dict[str, MypyFile]) -> Expression | None
 def _values_for(var: Var, target: Expression, value: Expression) -> list[Expression]:
     """The values ``target = value`` gives ``var``: ``value`` for a name target, the matching
     element for a tuple or list target over a tuple or list of as many elements (nested alike);
-    an unpacking of anything else counts as an assignment whose value is not known (``value``
-    itself, which no alias reading takes for a member or a name of the routes)."""
+    an unpacking of anything else (a starred target, a tuple held in a variable) counts as an
+    assignment whose value is not known (a placeholder no alias reading follows), so the alias is
+    not followed (docs/mypy.md lists those spellings as runtime-only)."""
     if isinstance(target, NameExpr):
         return [value] if target.node is var else []
     if isinstance(target, TupleExpr | ListExpr):

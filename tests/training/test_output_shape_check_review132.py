@@ -52,3 +52,25 @@ def test_a_mismatched_layer_inside_a_sequential_is_named_not_the_next_one(execut
                r"output_shape gives \(10, 2\) for inputs of shape \(10, 3\)")
     with pytest.raises(ShapeError, match=refusal):
         t.fit(X, Y, batch_size=10)
+
+
+@dataclass(frozen=True)
+class Forgetful(Layer):
+    kind = "forgetful"
+
+    def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+        return input_shape
+
+    def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+        ops.relu(x)  # no return
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_layer_inside_a_sequential_that_returns_nothing_is_named(execution: str) -> None:
+    """review218 F3: the new check's ops.shape(None) was a bare AttributeError (eager) or a
+    LoweringTypeError (typed graph) naming no layer."""
+    t = Trainer(nn.sequential(nn.linear(4, 3), Forgetful(), nn.linear(3, 2)), objective="cross-entropy",
+                config=RunConfig(execution=execution))
+    refusal = r"^forgetful, layer 1 of a sequential, returned None from its forward"
+    with pytest.raises(ShapeError, match=refusal):
+        t.fit(X, Y, batch_size=10)

@@ -140,3 +140,49 @@ def test_a_suggested_command_gives_such_a_name_as_one_shell_word(
     assert f"pass --save {word} to update it" in err, err
     done = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True, check=True)
     assert done.stdout == str(checkpoint)
+
+
+def test_a_data_name_is_quoted_once_under_an_ascii_stderr(tmp_path: Path) -> None:
+    """review218 F2: predict quoted the reader's already-quoted name again where stdout's encoding
+    could not write a character of it (``$'$\\'\\u00e9...``, another file); the reader quotes it
+    for standard error's encoding, ``\\u00e9`` inside one ``$'...'``."""
+    import os
+    import subprocess
+    import sys
+
+    checkpoint = tmp_path / "m.npz"
+    subprocess.run([sys.executable, "-m", "torchlean", "train", "--dataset", "iris", "--epochs", "1",
+                    "--hidden", "4", "--save", str(checkpoint)], check=True, capture_output=True)
+    data = tmp_path / "\u00e9\nd.csv"
+    data.write_text("a,b\n1,x\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "torchlean", "predict", str(checkpoint), "--dataset", str(data), "--output",
+         str(tmp_path / "p.csv")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: $'{tmp_path}/\\u00e9\\nd.csv' has 1 feature column"), done.stderr
+    bash = subprocess.run(["bash", "-c", f"printf %s {done.stderr.split()[1]}"], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C.UTF-8"}, check=True)
+    assert bash.stdout == os.fsencode(str(data))
+
+
+def test_the_swapped_arguments_hint_pastes_back_as_the_same_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review218 F1: the hint's whole command was wrapped in one ``$'...'`` word (so it could not be
+    pasted), and resume's advice quoted a ``$'...'`` form with shlex; each word is one shell word."""
+    import subprocess
+
+    checkpoint = tmp_path / "m.npz"
+    assert cli(capsys, "train", "--dataset", "iris", "--epochs", "1", "--hidden", "4", "--save",
+               str(checkpoint))[0] == 0
+    data = tmp_path / "q\nr.csv"
+    data.write_text("a,b,c,d,y\n1,2,3,4,x\n")
+    code, _, err = cli(capsys, "predict", str(data), "--dataset", str(checkpoint), "--output", "p.csv")
+    assert code == 2 and err.count("\n") == 1, err
+    command = err.rsplit("(", 1)[1].removesuffix(")\n")
+    assert command == f"torchlean predict {checkpoint} --dataset $'{tmp_path}/q\\nr.csv' --output p.csv"
+    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {command}"], capture_output=True, text=True,
+                           check=True).stdout.split("\0")[:-1]
+    assert words == ["torchlean", "predict", str(checkpoint), "--dataset", str(data), "--output", "p.csv"]

@@ -7,6 +7,7 @@ This module depends on nothing else in torchlean.
 from __future__ import annotations
 
 import re
+import sys
 
 __all__ = ["LINE_LIMIT", "cut", "escaped", "name_shown", "path_shown"]
 
@@ -46,15 +47,18 @@ def escaped(text: str) -> str:
     return "".join(char if char.isprintable() else _as_bytes(repr(char)[1:-1]) for char in text)
 
 
-def path_shown(path: str, encoding: str = "utf-8") -> str:
+def path_shown(path: str, encoding: str | None = None) -> str:
     """A file name as a line of text shows it: as given when each of its characters is printable
-    and ``encoding`` writes it; else in bash's ANSI-C quoting, ``$'...'``, which reads apart from a
+    and ``encoding`` (default: standard error's, where messages go) writes it; else in bash's ANSI-C
+    quoting, ``$'...'``, which reads apart from a
     name holding the same characters literally and pastes into bash as the same name (review207
     F8: ``q\\x80.npz`` and ``q`` + the byte 0x80 printed alike). Inside it a byte of a name that is
     not UTF-8 (held as a lone surrogate, ``os.fsdecode``'s surrogateescape) is ``\\x80``, an ASCII
     character that is not printable its escape (``\\n``, ``\\x1b``), any other character that is
     not printable or that ``encoding`` cannot write ``\\u00e9`` / ``\\U0001f600``, and a
     backslash or a quote is escaped; so the name cannot split the line or reach the terminal."""
+    if encoding is None:  # review218 F2: under an ASCII stderr, 'é' is \u00e9 inside $'...'
+        encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
     if all(_writable(char, encoding) for char in path):
         return path
     return "$'" + "".join(_ansi_c(char, encoding) for char in path) + "'"

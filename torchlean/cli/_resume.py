@@ -720,7 +720,7 @@ def not_found_advice(resumed: Resumed) -> str:
     read = (f"resuming {shown}: its run read that relative path in its working directory "
             f"{_shown_directory(cwd)}")
     if there.is_file():
-        given = _shown_directory(shlex.quote(str(there)))
+        given = shell_word(there)
         return f" ({read}, where the file is: give --dataset {given}; {must})"
     return f" ({read}, where it is not either: if the run's CSV file moved, give --dataset NEW_PATH; {must})"
 
@@ -735,7 +735,7 @@ def _read_here(resumed: Resumed) -> str:
         return ""
     cwd, there = elsewhere
     found = (f", where a file of that name is: to resume with it, give --dataset "
-             f"{_shown_directory(shlex.quote(str(there)))}" if there.is_file() else "")
+             f"{shell_word(there)}" if there.is_file() else "")
     return (f" (read in this directory, {_shown_directory(os.getcwd())}; its run read it in its working "
             f"directory {_shown_directory(cwd)}{found})")
 

@@ -116,7 +116,6 @@ import itertools
 import math
 import os
 import re
-import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -165,6 +164,7 @@ from torchlean.cli._output import (
     metric_text,
     output_path,
     report_beside,
+    shell_word,
     shown_path,
     source_note,
     write_json_record,
@@ -276,7 +276,9 @@ def register(subparsers: Any) -> None:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Input:
-    """Data to predict on: raw float64 features ``[rows, features]``, the feature columns as
+    """Data to predict on (``source``: the file as messages name it, already shown: a ``$'...'``
+    where it needs escapes, :attr:`torchlean.data.Table.shown_file`): raw float64 features
+    ``[rows, features]``, the feature columns as
     messages name them, and the label column (its name and cells, ``None`` without one;
     ``lines`` holds each row's file line, or its row number from 1 for a shipped dataset, as
     ``place`` says); ``notes`` for stderr once the data is accepted; ``delimiter`` the CSV's (the
@@ -560,7 +562,7 @@ def _check_features(source: _Input, saved: checkpoint.Checkpoint, path: Path) ->
     expected = f" ({_names(saved.feature_names)})" if saved.feature_names else ""
     columns = _names(source.columns) or "none"
     raise TorchLeanError(
-        f"{shown_path(source.source)} has {count} feature column{'' if count == 1 else 's'} ({columns}; "
+        f"{source.source} has {count} feature column{'' if count == 1 else 's'} ({columns}; "
         f"{label}), "
         f"but checkpoint {shown_path(path)} expects {saved.features} "
         f"feature{'' if saved.features == 1 else 's'}"
@@ -589,13 +591,13 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
         return None
     if saved.task == "classification" and truth is None and args.ignore_labels and source.cells is not None:
         raise TorchLeanError(
-            f"--split {args.split} needs the labels of {shown_path(source.source)}, which --ignore-labels "
+            f"--split {args.split} needs the labels of {source.source}, which --ignore-labels "
             f"leaves unread: "
             "torchlean train stratifies its split by class (drop --ignore-labels, or use --split all)"
         )
     if saved.task == "classification" and truth is None:
         raise TorchLeanError(
-            f"--split {args.split} needs the label column of {shown_path(source.source)}: torchlean train "
+            f"--split {args.split} needs the label column of {source.source}: torchlean train "
             f"stratifies its "
             "split by class (name it with --label-column, or use --split all)"
         )
@@ -630,14 +632,14 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
     elif (alike := _hashing_alike_note(args, source, compared)) is not None:  # review65 F1, review67 F3
         print(alike, file=sys.stderr)
     elif same and hashed is False:  # the training file, changed since (rows edited, reordered, cut)
-        print(f"note: the data of {shown_path(source.source)} differ from those checkpoint "
+        print(f"note: the data of {source.source} differ from those checkpoint "
               f"{shown_path(args.checkpoint)}'s run "
               f"trained on ({compared.difference or _DIGEST_DIFFERS}): {taken} them now, which may include "
               "rows the model trained on", file=sys.stderr)
     elif not same and not hashed:
         print(f"note: checkpoint {shown_path(args.checkpoint)} was trained on "
               f"{dataset_name(saved.dataset)}; {taken} "
-              f"{shown_path(source.source)}, among which rows the model trained on may be, if these data "
+              f"{source.source}, among which rows the model trained on may be, if these data "
               f"hold any",
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
@@ -655,23 +657,23 @@ def _hashing_alike_note(args: argparse.Namespace, source: _Input, compared: Data
     (review67 F3), said without naming which of the two was edited (review88 F2); None otherwise.
     ``predict`` prints it under every ``--split`` for which it compared the data (review88 F2)."""
     if compared.difference is not None and compared.difference.endswith(_STATISTICS_DIFFER):  # review65 F1
-        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+        return (f"note: the data of {source.source} are not those checkpoint "
                 f"{shown_path(args.checkpoint)}'s run trained "
                 f"on ({compared.difference}): the model standardises its inputs with the checkpoint's "
                 "statistics, so its outputs on these data are not its outputs on the training data")
     if compared.difference == _COLUMNS_REORDERED:  # review90 F8: taken by name, the run's data
-        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+        return (f"note: the data of {source.source} are not those checkpoint "
                 f"{shown_path(args.checkpoint)}'s run trained "
                 f"on as they were: {_COLUMNS_REORDERED}; predict takes a CSV file's columns by the "
                 "checkpoint's feature names, so it predicts on the run's data (train --resume, which reads "
                 "columns in their order, refuses them)")
     if compared.difference is not None and compared.difference.startswith(_LABEL_MOVED_START):
-        return (f"note: the data of {shown_path(source.source)} are not those checkpoint "
+        return (f"note: the data of {source.source} are not those checkpoint "
                 f"{shown_path(args.checkpoint)}'s run trained "
                 f"on as they were: {compared.difference}, as predict reads them (train --resume, which reads "
                 "the label where the run did, names --label-column)")
     if compared.names is not None:
-        return (f"note: the data of {shown_path(source.source)} hash as those checkpoint "
+        return (f"note: the data of {source.source} hash as those checkpoint "
                 f"{shown_path(args.checkpoint)}'s run trained "
                 f"on, but {compared.names} (the data's names or the checkpoint's were edited): predict "
                 "names the predictions by the checkpoint's classes and takes a CSV file's columns by the "
@@ -878,7 +880,7 @@ def _class_order_note(source: _Input, saved: checkpoint.Checkpoint, path: Path) 
         return ""
     return (f"note: checkpoint {shown_path(path)} names its classes in another order than the data it "
             f"trained on "
-            f"({shown_path(source.source)}): {_resume.first_name_difference('class', ours, saved.classes)} "
+            f"({source.source}): {_resume.first_name_difference('class', ours, saved.classes)} "
             f"(the "
             "checkpoint was edited?): its predictions and accuracy follow the checkpoint's names\n")
 
@@ -1155,16 +1157,18 @@ def _swapped_clause(args: argparse.Namespace, data_given: str | os.PathLike[str]
     data_text = "-" if data_given == data.STDIN else os.fspath(data_given)
     command = _swapped_command(getattr(args, "argv", None), data_text, dataset)
     return (f", and --dataset {given} is a checkpoint: swapped? the order is predict CHECKPOINT "
-            f"--dataset DATA ({shown_path(command)})")
+            f"--dataset DATA ({command})")
 
 
 def _swapped_command(argv: list[str] | None, checkpoint_text: str, dataset_text: str) -> str:
     """The command line ``argv`` (``["torchlean", "predict", ...]``) with ``CHECKPOINT``
     (``checkpoint_text``, as typed) and ``--dataset``'s value (``dataset_text``; ``--dataset X``,
     ``--dataset=X`` or a prefix argparse accepts, ``--data X``) swapped, every other word kept, shell
-    quoted (:func:`shlex.join`); ``torchlean predict DATASET --dataset CHECKPOINT`` alone when the
-    words cannot be found in ``argv``."""
-    plain = f"torchlean predict {shlex.quote(dataset_text)} --dataset {shlex.quote(checkpoint_text)}"
+    quoted word by word (:func:`~torchlean.cli._output.shell_word`: ``$'...'`` for a word holding
+    what is not printable, so the command pastes back as one line: review218 F1);
+    ``torchlean predict DATASET --dataset CHECKPOINT`` alone when the words cannot be found in
+    ``argv``."""
+    plain = f"torchlean predict {shell_word(dataset_text)} --dataset {shell_word(checkpoint_text)}"
     if not argv or argv[1:2] != ["predict"]:
         return plain
     words = list(argv)
@@ -1184,7 +1188,7 @@ def _swapped_command(argv: list[str] | None, checkpoint_text: str, dataset_text:
     if value is None or position is None:
         return plain
     words[position] = dataset_text
-    return shlex.join(words)
+    return " ".join(shell_word(word) for word in words)
 
 
 def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str) -> str:
@@ -1266,7 +1270,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         # after _split, which refuses --split train/test for the same failure (one error, no note)
         why = _resume.as_the_run_read(compared.failure, saved)
         unknown = ", so whether they are its data is unknown" if compared.difference is None else ""
-        print(f"note: {shown_path(source.source)} could not be loaded as checkpoint "
+        print(f"note: {source.source} could not be loaded as checkpoint "
               f"{shown_path(args.checkpoint)}'s run "
               f"loaded its data ({why}){unknown}", file=sys.stderr)
     if order is None and compared is not None:  # review88 F2: why the record's data_matches_training is false
@@ -1280,12 +1284,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         chosen = np.sort(order)
         ranked = np.searchsorted(chosen, order)
     if source.cells is not None and args.ignore_labels:
-        print(f"note: --ignore-labels: {shown_path(source.source)}'s label column "
+        print(f"note: --ignore-labels: {source.source}'s label column "
               f"{data.display_name(source.label)} is "
               f"left out of the features and not read (no {'accuracy' if classification else 'mse'})",
               file=sys.stderr)
     elif args.ignore_labels:  # review32 F8: say that the option had nothing to leave out
-        print(f"note: --ignore-labels: {shown_path(source.source)} has no label column (nothing to leave "
+        print(f"note: --ignore-labels: {source.source} has no label column (nothing to leave "
               f"out)",
               file=sys.stderr)
     raw = source.x if chosen is None else source.x[chosen]
@@ -1296,12 +1300,12 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
     except checkpoint.FeatureValueError as error:  # the cell as the data's other messages name it
         row = error.row if chosen is None else int(chosen[error.row])
         raise TorchLeanError(
-            f"{shown_path(source.source)}: {source.place} {source.lines[row]}, column "
+            f"{source.source}: {source.place} {source.lines[row]}, column "
             f"{source.columns[error.feature]}: "
             f"{error.detail}"
         ) from None
     except checkpoint.CheckpointError as error:
-        raise TorchLeanError(f"{shown_path(source.source)}: {error}") from None
+        raise TorchLeanError(f"{source.source}: {error}") from None
     trainer = saved.build(profile=args.profile, execution=args.execution, show_backend=args.show_backend)
     # with --report-json on stdout, report_beside has made sys.stdout stderr
     out: TextIO = sys.stdout if args.output is not None else sys.stderr

@@ -1125,6 +1125,11 @@ class Sequential(Layer):
                 error.add_note(f"in the forward of {layer.describe()}, layer {position} of a sequential")
                 raise
             if not type(layer).__module__.startswith("torchlean."):  # a layer of one's own
+                if x is None:  # review218 F3: ops.shape(None) was a bare AttributeError naming no layer
+                    raise ShapeError(
+                        f"{layer.describe()}, layer {position} of a sequential, returned None from its "
+                        "forward (accepted: the layer's output value; a forward without a return?)"
+                    )
                 _check_child_output(layer, position, given, ops.shape(x))
             offset += count
         return x
