@@ -170,3 +170,18 @@ def test_a_list_weight_and_a_matrix_const_are_named_and_read_alike() -> None:
     matrix = {1: np.asmatrix(np.arange(6, dtype=np.float32))}
     ones = np.ones((6, 1), np.float32)
     assert _run(CONST, matrix, [ones], 3) == ir.evaluate(CONST, {0: ones}, matrix)[3] == 21.0
+
+
+def test_a_matrix_array_field_and_a_list_of_payloads_are_refused_by_name() -> None:
+    """review218 F6: an np.matrix layer-norm affine ran in the executor and raised numpy's error in
+    ir.evaluate (a matrix's * is a matrix product); a list of payloads was read as its keys."""
+    graph = Graph([Node(0, (), K.Input(), (2, 3)), Node(1, (0,), K.LayerNorm(axis=1), (2, 3))])
+    matrix = LayerNormParams(np.asmatrix(np.ones(3, np.float32)).A1.reshape(3), None)
+    assert type(matrix.weight) is np.ndarray  # a flattened matrix is an array: accepted
+    _refused_by_both(graph, {1: LayerNormParams(np.asmatrix(np.ones((1, 3), np.float32)), None)},
+                     {0: np.ones((2, 3), np.float32)},
+                     "its LayerNormParams.weight must be a numpy array, got matrix (accepted: an array of "
+                     "shape [3]; np.asarray of it)")
+    with pytest.raises(SessionError, match=r"^typed graph: payloads must be a mapping from node id to "
+                                           r"payload, got list$"):
+        _program(LINEAR, [LinearParams(np.ones((4, 3), np.float32), None)])  # type: ignore[arg-type]

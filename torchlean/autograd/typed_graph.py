@@ -268,6 +268,11 @@ class GraphProgram:
                     f"`{self.kernels[node.id].capsule.name}` (`{self.kernels[node.id].op.label}`) there; "
                     "accept this graph's own plan"
                 )
+        if not isinstance(payloads, Mapping):  # review218 F6: a list was read as its keys
+            raise SessionError(
+                "typed graph: payloads must be a mapping from node id to payload, got "
+                f"{type(payloads).__name__}"
+            )
         stray = stray_keys_fault(graph, payloads)
         if stray is not None:  # review213 F2: ignored (a layer norm's affine at another node dropped)
             raise SessionError(f"typed graph: {stray}")

@@ -130,9 +130,10 @@ def _arrays(payload: object, cls: type, fields: dict[str, tuple[tuple[int, ...],
             if required:
                 return f"its {cls.__name__}.{name} is None (accepted: an array of shape {list(shape)})"
             continue
-        if not isinstance(value, np.ndarray):  # review213 F7: "has shape list"
+        if type(value) is not np.ndarray:  # review213 F7: "has shape list"; review218 F6: a matrix
+            subclass = "; np.asarray of it" if isinstance(value, np.ndarray) else ""
             return (f"its {cls.__name__}.{name} must be a numpy array, got {type(value).__name__} "
-                    f"(accepted: an array of shape {list(shape)})")
+                    f"(accepted: an array of shape {list(shape)}{subclass})")
         if value.shape != shape:
             return f"its {cls.__name__}.{name} has shape {list(value.shape)} (accepted: {list(shape)})"
     return None
