@@ -826,7 +826,8 @@ class Trainer(Generic[In, Out]):
         TrainerError: ``layer`` is not a layer, ``config`` is not a :class:`RunConfig`,
             ``seed`` is out of range (``seed must be an integer in [0, 2**64), got -1``), or
             ``label_smoothing`` is not a real number in ``[0, 1]`` or is given with MSE, or
-            cross-entropy for a model whose output shape is ``()``.
+            cross-entropy for a model whose output shape is ``()`` or has one class on its last
+            axis (``(..., 1)``: the loss and its gradient would be 0 at every step; review214 F1).
         TrainerLabelError: an unknown objective label.
         OptimizerError: ``config.param_groups`` that do not fit the model: a group selecting no
             parameter (the message lists the model's names), only buffers, or one another group
@@ -869,7 +870,7 @@ class Trainer(Generic[In, Out]):
                 f"{type(layer).__name__}'s output shape is {tuple(self._model.output_shape)} (one class: "
                 "the log-softmax of one logit is 0, so the loss and its gradient would be 0 at every step "
                 "and every prediction class 0): for binary classification give the model 2 outputs and "
-                "labels 0/1 (torch's BCEWithLogitsLoss over one logit)"
+                "labels 0/1 (where torch code would use BCEWithLogitsLoss over one logit)"
             )
         self._session: Session | None = None
         self._random_counter = 0  # the session's, until it opens (random_counter)
