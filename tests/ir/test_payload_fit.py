@@ -185,3 +185,14 @@ def test_a_matrix_array_field_and_a_list_of_payloads_are_refused_by_name() -> No
     with pytest.raises(SessionError, match=r"^typed graph: payloads must be a mapping from node id to "
                                            r"payload, got list$"):
         _program(LINEAR, [LinearParams(np.ones((4, 3), np.float32), None)])  # type: ignore[arg-type]
+
+
+def test_a_memmap_payload_field_is_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """review219 F2: the matrix refusal refused every ndarray subclass, np.memmap too (weights read
+    with np.load(..., mmap_mode="r")), which both evaluators compute as arrays."""
+    np.save(tmp_path / "w.npy", np.ones((4, 3), np.float32))
+    weight = np.load(tmp_path / "w.npy", mmap_mode="r")
+    assert isinstance(weight, np.memmap)
+    x = {0: np.ones((2, 3), np.float32)}
+    payloads = {1: LinearParams(weight, None)}
+    assert _run(LINEAR, payloads, [x[0]], 2) == ir.evaluate(LINEAR, x, payloads)[2] == 2 * 4 * 3

@@ -74,3 +74,25 @@ def test_a_layer_inside_a_sequential_that_returns_nothing_is_named(execution: st
     refusal = r"^forgetful, layer 1 of a sequential, returned None from its forward"
     with pytest.raises(ShapeError, match=refusal):
         t.fit(X, Y, batch_size=10)
+
+
+@dataclass(frozen=True)
+class Pair(Layer):
+    kind = "pair"
+
+    def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+        return input_shape
+
+    def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
+        return (x, x)
+
+
+@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
+def test_a_layer_inside_a_sequential_that_returns_a_tuple_is_named(execution: str) -> None:
+    """review219 F1: only None was named; a tuple gave a bare AttributeError (eager) or an
+    error naming no layer (typed graph)."""
+    t = Trainer(nn.sequential(nn.linear(4, 3), Pair(), nn.linear(3, 2)), objective="cross-entropy",
+                config=RunConfig(execution=execution))
+    refusal = r"^pair, layer 1 of a sequential, returned a tuple from its forward"
+    with pytest.raises(ShapeError, match=refusal):
+        t.fit(X, Y, batch_size=10)

@@ -186,3 +186,15 @@ def test_the_swapped_arguments_hint_pastes_back_as_the_same_files(
     words = subprocess.run(["bash", "-c", f"printf '%s\\0' {command}"], capture_output=True, text=True,
                            check=True).stdout.split("\0")[:-1]
     assert words == ["torchlean", "predict", str(checkpoint), "--dataset", str(data), "--output", "p.csv"]
+
+
+def test_the_swapped_hint_gives_a_dashed_name_as_a_path() -> None:
+    """review219 F4: a swapped name starting with '-' was suggested as it is, which argparse reads
+    as an option; it is given as ./-name (the words as typed are found either way)."""
+    from torchlean.cli.predict import _swapped_command
+
+    argv = ["torchlean", "predict", "--dataset=-m.npz", "--", "-d.csv"]
+    assert _swapped_command(argv, "-d.csv", "-m.npz") == "torchlean predict ./-m.npz --dataset ./-d.csv"
+    argv = ["torchlean", "predict", "./-d.csv", "--dataset", "-m.npz", "--output", "p.csv"]
+    assert _swapped_command(argv, "./-d.csv", "-m.npz") == (
+        "torchlean predict ./-m.npz --dataset ./-d.csv --output p.csv")

@@ -1167,28 +1167,38 @@ def _swapped_command(argv: list[str] | None, checkpoint_text: str, dataset_text:
     quoted word by word (:func:`~torchlean.cli._output.shell_word`: ``$'...'`` for a word holding
     what is not printable, so the command pastes back as one line: review218 F1);
     ``torchlean predict DATASET --dataset CHECKPOINT`` alone when the words cannot be found in
-    ``argv``."""
+    ``argv``. A swapped name that starts with ``-`` is given as ``./-m.npz``, which argparse does
+    not read as an option (review219 F4)."""
+    checkpoint_text, dataset_text = _not_an_option(checkpoint_text), _not_an_option(dataset_text)
     plain = f"torchlean predict {shell_word(dataset_text)} --dataset {shell_word(checkpoint_text)}"
     if not argv or argv[1:2] != ["predict"]:
         return plain
     words = list(argv)
     value: int | None = None  # the index of --dataset's value
+    typed = {_not_an_option(word): word for word in words}  # the words as typed, by their ./ form
     for i, word in enumerate(words[2:], start=2):
         name, equals, rest = word.partition("=")
         if len(name) >= 4 and "--dataset".startswith(name):  # --da is the shortest unique prefix
-            if equals and rest == dataset_text:
+            if equals and rest == typed.get(dataset_text, dataset_text):
                 words[i] = f"{name}={checkpoint_text}"
                 value = i
-            elif not equals and i + 1 < len(words) and words[i + 1] == dataset_text:
+            elif not equals and i + 1 < len(words) and words[i + 1] == typed.get(dataset_text, dataset_text):
                 words[i + 1] = checkpoint_text
                 value = i + 1
             break
-    taken = (i for i, word in enumerate(words[2:], start=2) if word == checkpoint_text and i != value)
+    given = typed.get(checkpoint_text, checkpoint_text)
+    taken = (i for i, word in enumerate(words[2:], start=2) if word == given and i != value)
     position = next(taken, None)
     if value is None or position is None:
         return plain
     words[position] = dataset_text
     return " ".join(shell_word(word) for word in words)
+
+
+def _not_an_option(path: str) -> str:
+    """``path`` as a command word argparse reads as a value: ``./-m.npz`` for a name that starts
+    with ``-`` (not ``-`` itself, standard input), else as it is."""
+    return f"./{path}" if path.startswith("-") and path != "-" else path
 
 
 def _trained_under_clause(error: object, saved: checkpoint.Checkpoint, path: str) -> str:

@@ -130,7 +130,9 @@ def _arrays(payload: object, cls: type, fields: dict[str, tuple[tuple[int, ...],
             if required:
                 return f"its {cls.__name__}.{name} is None (accepted: an array of shape {list(shape)})"
             continue
-        if type(value) is not np.ndarray:  # review213 F7: "has shape list"; review218 F6: a matrix
+        # review213 F7: "has shape list"; review218 F6: a matrix's * is a matrix product (an
+        # np.memmap, weights read with mmap_mode, computes as an array: review219 F2)
+        if not isinstance(value, np.ndarray) or isinstance(value, np.matrix):
             subclass = "; np.asarray of it" if isinstance(value, np.ndarray) else ""
             return (f"its {cls.__name__}.{name} must be a numpy array, got {type(value).__name__} "
                     f"(accepted: an array of shape {list(shape)}{subclass})")

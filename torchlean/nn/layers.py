@@ -1125,12 +1125,15 @@ class Sequential(Layer):
                 error.add_note(f"in the forward of {layer.describe()}, layer {position} of a sequential")
                 raise
             if not type(layer).__module__.startswith("torchlean."):  # a layer of one's own
-                if x is None:  # review218 F3: ops.shape(None) was a bare AttributeError naming no layer
+                try:
+                    got = ops.shape(x)
+                except (AttributeError, TypeError, TorchLeanError):  # review218 F3, review219 F1
                     raise ShapeError(
-                        f"{layer.describe()}, layer {position} of a sequential, returned None from its "
-                        "forward (accepted: the layer's output value; a forward without a return?)"
-                    )
-                _check_child_output(layer, position, given, ops.shape(x))
+                        f"{layer.describe()}, layer {position} of a sequential, returned "
+                        f"{'None' if x is None else 'a ' + type(x).__name__} from its forward (accepted: the "
+                        "layer's output value, as the ops give it; a forward without a return?)"
+                    ) from None
+                _check_child_output(layer, position, given, got)
             offset += count
         return x
 
