@@ -50,9 +50,9 @@ def escaped(text: str) -> str:
 def path_shown(path: str, encoding: str | None = None) -> str:
     """A file name as a line of text shows it: as given when each of its characters is printable
     and ``encoding`` (default: standard error's, where messages go) writes it; else in bash's ANSI-C
-    quoting, ``$'...'``, which reads apart from a
-    name holding the same characters literally and pastes into bash as the same name (review207
-    F8: ``q\\x80.npz`` and ``q`` + the byte 0x80 printed alike). Inside it a byte of a name that is
+    quoting, ``$'...'``, which reads apart from a name holding the same characters literally and
+    pastes into bash as the same name (review207 F8: ``q\\x80.npz`` and ``q`` + the byte 0x80
+    printed alike). Inside it a byte of a name that is
     not UTF-8 (held as a lone surrogate, ``os.fsdecode``'s surrogateescape) is ``\\x80``, an ASCII
     character that is not printable its escape (``\\n``, ``\\x1b``), any other character that is
     not printable or that ``encoding`` cannot write ``\\u00e9`` / ``\\U0001f600``, and a
