@@ -1118,13 +1118,14 @@ class Sequential(Layer):
         offset = 0
         for position, layer in enumerate(self.layers):
             count = layer.param_count()
-            given = ops.shape(x)
+            own = not type(layer).__module__.startswith("torchlean.")  # a layer of one's own
+            given = ops.shape(x) if own else ()  # the built-in layers keep their output_shape
             try:
                 x = layer.forward(ops, params[offset : offset + count], x, training=training)
             except Exception as error:  # name the layer whose forward failed (review173 F9)
                 error.add_note(f"in the forward of {layer.describe()}, layer {position} of a sequential")
                 raise
-            if not type(layer).__module__.startswith("torchlean."):  # a layer of one's own
+            if own:
                 try:
                     got = ops.shape(x)
                 except (AttributeError, TypeError, TorchLeanError):  # review218 F3, review219 F1
