@@ -55,44 +55,29 @@ def test_a_mismatched_layer_inside_a_sequential_is_named_not_the_next_one(execut
 
 
 @dataclass(frozen=True)
-class Forgetful(Layer):
-    kind = "forgetful"
+class NoValue(Layer):
+    """A layer of one's own whose forward returns no value: None (a forgotten return) or a pair."""
+
+    pair: bool = False
+    kind = "no_value"
 
     def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
         return input_shape
 
     def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
-        ops.relu(x)  # no return
+        y = ops.relu(x)
+        return (y, y) if self.pair else None
 
 
 @pytest.mark.parametrize("execution", ["eager", "typed-graph"])
-def test_a_layer_inside_a_sequential_that_returns_nothing_is_named(execution: str) -> None:
-    """review218 F3: the new check's ops.shape(None) was a bare AttributeError (eager) or a
-    LoweringTypeError (typed graph) naming no layer."""
-    t = Trainer(nn.sequential(nn.linear(4, 3), Forgetful(), nn.linear(3, 2)), objective="cross-entropy",
+@pytest.mark.parametrize(("pair", "returned"), [(False, "None"), (True, "a tuple")])
+def test_a_layer_inside_a_sequential_that_returns_no_value_is_named(
+    execution: str, pair: bool, returned: str
+) -> None:
+    """review218 F3, review219 F1: the new check's ops.shape of None or of a tuple was a bare
+    AttributeError (eager) or a LoweringTypeError (typed graph) naming no layer."""
+    t = Trainer(nn.sequential(nn.linear(4, 3), NoValue(pair), nn.linear(3, 2)), objective="cross-entropy",
                 config=RunConfig(execution=execution))
-    refusal = r"^forgetful, layer 1 of a sequential, returned None from its forward"
-    with pytest.raises(ShapeError, match=refusal):
-        t.fit(X, Y, batch_size=10)
-
-
-@dataclass(frozen=True)
-class Pair(Layer):
-    kind = "pair"
-
-    def output_shape(self, input_shape):  # type: ignore[no-untyped-def]
-        return input_shape
-
-    def forward(self, ops, params, x, *, training):  # type: ignore[no-untyped-def]
-        return (x, x)
-
-
-@pytest.mark.parametrize("execution", ["eager", "typed-graph"])
-def test_a_layer_inside_a_sequential_that_returns_a_tuple_is_named(execution: str) -> None:
-    """review219 F1: only None was named; a tuple gave a bare AttributeError (eager) or an
-    error naming no layer (typed graph)."""
-    t = Trainer(nn.sequential(nn.linear(4, 3), Pair(), nn.linear(3, 2)), objective="cross-entropy",
-                config=RunConfig(execution=execution))
-    refusal = r"^pair, layer 1 of a sequential, returned a tuple from its forward"
+    refusal = rf"^no_value, layer 1 of a sequential, returned {returned} from its forward"
     with pytest.raises(ShapeError, match=refusal):
         t.fit(X, Y, batch_size=10)
