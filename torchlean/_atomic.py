@@ -10,6 +10,7 @@ F4).
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import struct
@@ -214,8 +215,8 @@ def _temporary(target: Path) -> IO[bytes]:
     kept = max(_name_max(target.parent) - _ADDED_BYTES, 0)  # a limit under 16 bytes: none of it
     if len(os.fsencode(name)) > kept:  # cut as bytes; a character cut in two stays those bytes
         name = os.fsdecode(os.fsencode(name)[:kept])
-    return tempfile.NamedTemporaryFile(
-        "wb", dir=target.parent, prefix=f".{name}.", suffix=".tmp", delete=False
+    return tempfile.NamedTemporaryFile(  # read back by replace_file for its digest
+        "w+b", dir=target.parent, prefix=f".{name}.", suffix=".tmp", delete=False
     )
 
 
@@ -239,7 +240,7 @@ def check_replaceable(path: Path) -> None:
         os.unlink(handle.name)
 
 
-def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> str | None:
     """Call ``write`` with a binary file open for writing, whose bytes become ``path``'s once it
     returns: a temporary file beside the target (``.<name>.<random>.tmp``) renamed over it, with
     the replaced file's permissions, else those of a new file under the umask (0666 less it), and
@@ -247,6 +248,11 @@ def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     old file or the new one, not an empty one; the temporary file is removed when ``write`` or the
     rename fails. A stream or a non-regular file
     (see :func:`_target`) is written in place.
+
+    Returns:
+        The SHA-256 (hex, ``sha256sum``'s) of the bytes renamed into place, read back from the
+        temporary file before the rename, so that it is of this write even when another process
+        replaces ``path`` just after (review210 F6); ``None`` for a file written in place.
 
     Raises:
         OSError: the file cannot be written or renamed (the target is then unchanged, unless it
@@ -256,7 +262,7 @@ def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     if target is None:
         with open(path, "wb") as handle:
             write(handle)
-        return
+        return None
     temporary: Path | None = None
     try:
         with _temporary(target) as handle:
@@ -264,9 +270,14 @@ def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())  # on disk before the rename (review76 F7): a crash leaves old or new
+            handle.seek(0)
+            digest = hashlib.sha256()
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
         os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~umask())
         os.replace(temporary, target)
         temporary = None
+        return digest.hexdigest()
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)

@@ -1074,13 +1074,19 @@ def _check_path(path: object) -> None:
         raise CheckpointError("a checkpoint path must name a file, got ''")
 
 
-def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
+def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str | None:
     """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
     uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
     folder must exist; an existing file is replaced only once the new one is completely written
     (a temporary file beside it is renamed over it, with the replaced file's permissions, else
     those of a new file under the umask); a symbolic link is followed (the link stays, its
     target is replaced); an existing path that is not a regular file is refused.
+
+    Returns:
+        The SHA-256 (hex, what ``sha256sum PATH`` prints) of the bytes written, read back before
+        they replace ``path`` (so it is of this save even if another process replaces the file
+        at once; ``torchlean train --report-json`` records it as ``checkpoint_sha256``); ``None``
+        when ``path`` is a stream's link written in place (``/dev/stdout``).
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
@@ -1190,7 +1196,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> None:
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
     try:
-        replace_file(file, lambda handle: np.savez(handle, **arrays))
+        return replace_file(file, lambda handle: np.savez(handle, **arrays))
     except OSError as error:
         raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
 

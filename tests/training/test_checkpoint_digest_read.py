@@ -110,3 +110,34 @@ def test_a_fifo_given_as_the_checkpoint_is_refused_without_waiting_for_a_writer(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (f"error: checkpoint {fifo} is not a regular file (a device or a pipe); give the "
                            "path of a file written by torchlean train --save\n")
+
+
+def test_save_returns_the_digest_of_the_file_it_wrote(two, tmp_path):
+    """review210 F6: ``checkpoint.save`` digests the bytes it renames into place."""
+    path = tmp_path / "copy.npz"
+    assert checkpoint.save(path, checkpoint.load(two[0])) == _sha256(path)
+
+
+def test_train_records_the_digest_of_what_it_saved_not_of_a_later_file(two, tmp_path, capsys, monkeypatch):
+    """review210 F6: ``train --save --report-json`` read the file back after writing it, so another
+    process's ``--save`` replacing it in between gave the record that file's digest."""
+    from torchlean import _atomic
+
+    _, other = two
+    path, record = tmp_path / "m.npz", tmp_path / "record.json"
+    written: list[str] = []
+    original = _atomic.os.replace
+
+    def replace(source: object, target: object) -> None:
+        original(source, target)  # type: ignore[arg-type]
+        if Path(target) == path.resolve():  # type: ignore[arg-type]
+            written.append(_sha256(path))
+            shutil.copyfile(other, path)  # another process's --save, just after ours
+
+    monkeypatch.setattr(_atomic.os, "replace", replace)
+    code, _, err = cli(capsys, "train", "--dataset", "iris", "--hidden", "4", "--epochs", "1",
+                       "--save", str(path), "--report-json", str(record))
+    monkeypatch.undo()
+    assert code == 0, err
+    assert len(written) == 1 and written[0] != _sha256(other)
+    assert json.loads(record.read_text())["checkpoint_sha256"] == written[0]

@@ -243,11 +243,11 @@ def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monke
 
 def _sigint_in(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
     """Send this process SIGINT as ``train`` starts its test pass (``"testing"``) or once its
-    checkpoint is written (``"saved"``: when the record's digest of it is taken)."""
+    checkpoint is written (``"saved"``: when the record's digest of its weights is taken)."""
     import torchlean.cli.train as train_module
 
     owner, name = ((train_module._imbalance, "test_metrics") if when == "testing"
-                   else (train_module.provenance, "file_sha256"))
+                   else (train_module.provenance, "weights_sha256"))
     original = getattr(owner, name)
 
     def interrupted(*args: Any) -> Any:
