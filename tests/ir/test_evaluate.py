@@ -563,11 +563,14 @@ def test_payloads_keyed_at_nodes_taking_none_are_refused(payloads: dict[object, 
     )
 
 
-def test_payloads_as_a_list_is_refused() -> None:
-    with pytest.raises(
-        IRError, match=r"^IR eval: payloads must be a mapping from node id to payload, got \["
-    ):
-        evaluate(_layernorm_graph(), {0: np.ones((2, 3))}, [LayerNormParams()])  # type: ignore[arg-type]
+@pytest.mark.parametrize("payloads", [[LayerNormParams(np.ones((3, 4)), None)], (LayerNormParams(),)])
+def test_payloads_as_a_list_is_refused(payloads: object) -> None:
+    """review219 F6: named by its type, on one line, as the executor names it."""
+    with pytest.raises(IRError) as info:
+        evaluate(_layernorm_graph(), {0: np.ones((2, 3))}, payloads)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"IR eval: payloads must be a mapping from node id to payload, got {type(payloads).__name__}"
+    )
 
 
 def test_a_layernorm_payload_at_its_node_is_used() -> None:

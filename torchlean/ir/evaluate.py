@@ -355,7 +355,8 @@ def _check_payload_keys(graph: Graph, payloads: object) -> None:
     payload there would be ignored: :func:`~torchlean.ir.payload_check.stray_keys_fault`)."""
     if not isinstance(payloads, Mapping):
         raise IRError(
-            f"IR eval: payloads must be a mapping from node id to payload, got {describe(payloads)}"
+            "IR eval: payloads must be a mapping from node id to payload, got "  # review219 F6: the
+            f"{type(payloads).__name__}"  # type's name, as the executor's (a repr of arrays ran to lines)
         )
     fault = stray_keys_fault(graph, payloads)
     if fault is not None:
