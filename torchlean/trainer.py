@@ -2027,7 +2027,10 @@ class Trainer(Generic[In, Out]):
         accepts; accuracy is the fraction of predictions (rows, or every position of ``(...,
         classes)`` outputs) whose logits' argmax is the label, mse the mean
         over every output element of ``(prediction - y)**2`` in float64 (in ``y``'s units squared);
-        NaN for an empty set. A row whose outputs are
+        NaN for an empty set. The label of a probability (or one-hot) target row is its argmax,
+        the first largest entry, as ``torch.argmax``: a row of zeros (a position a loss of your own
+        masks out) counts as class 0, so leave such rows out of ``x`` and ``y`` to score without
+        them. A row whose outputs are
         not all finite (a diverged model's) predicts no class and counts as wrong (numpy's
         ``argmax`` would name the first NaN's class), as ``torchlean predict`` counts it.
 
