@@ -46,8 +46,9 @@ else:  # what typing.get_type_hints (beartype, Sphinx) resolves at run time, wit
     ActualDims: TypeAlias = Sequence[SupportsIndex] | Any
 """What :func:`check_dims` accepts as the actual shape: a tuple, list or range of ints (Python or
 numpy ints), such as an array's ``.shape``, or a 1-d integer numpy array or torch tensor. At run
-time any other re-iterable, ordered collection of ints (a dict's ``.values()``) is accepted too;
-the annotation leaves those out."""
+time any other re-iterable, ordered collection of ints (a dict's ``.values()``, an ``array.array``)
+is accepted too, which the annotation leaves out; binary data (``bytes``, ``bytearray``,
+``memoryview``) is refused, which the annotation lets through as a sequence of ints."""
 
 Dims = TypeVarTuple("Dims")
 
@@ -179,7 +180,7 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     unordered_or_once = isinstance(actual, Mapping | Set | Iterator)
     if (
         isinstance(actual, Iterable)
-        and not isinstance(actual, str | bytes)
+        and not isinstance(actual, str | bytes | bytearray | memoryview)  # review217 F5: bytes alike
         and not unordered_or_once
         and one_axis
     ):

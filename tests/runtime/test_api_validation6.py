@@ -497,6 +497,21 @@ def test_check_dims_refuses_mappings_sets_and_one_shot_iterators(actual: Any, sh
     ), str(error.value)
 
 
+@pytest.mark.parametrize("actual", [b"\x03\x04", bytearray(b"\x03\x04"), memoryview(b"\x03\x04")],
+                         ids=["bytes", "bytearray", "memoryview"])
+def test_check_dims_refuses_binary_data_alike(actual: Any) -> None:
+    """review217 F5: bytes was refused while a bytearray or memoryview of the same bytes was read as
+    the shape (3, 4); binary data is no shape, whichever type holds it."""
+    with pytest.raises(ShapeSpecError, match=r"^x: actual shape .* is not a sequence of non-negative ints"):
+        check_dims(Shape[Literal[3], Literal[4]], actual, what="x")
+
+
+def test_check_dims_accepts_an_array_array_of_ints() -> None:
+    import array
+
+    check_dims(Shape[Literal[3], Literal[4]], array.array("q", [3, 4]), what="x")
+
+
 def test_check_dims_accepts_the_values_of_a_dict_and_a_tensor() -> None:
     """Re-iterable, ordered, one axis: still shapes (control for the refusals above)."""
     check_dims(Shape[Literal[3], Literal[4]], {"a": 3, "b": 4}.values(), what="x")  # type: ignore[arg-type]
