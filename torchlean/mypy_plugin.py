@@ -701,6 +701,9 @@ def _raw_dimension(
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         fail(_render_dimension(arg))
         return None
+    if isinstance(arg, UnionType) and any(isinstance(item, RawExpressionType) for item in arg.items):
+        fail(_written(arg))  # review217 F4: ``3 | 4`` as written, not its analysis (``Any | Any``)
+        return None
     inner = _unpacked(arg, api)
     if isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple"):
         # mypy would open a fixed one up; the runtime Shape refuses both (either spelling)
