@@ -99,11 +99,19 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
         data.load(singletons, seed=0)
     singletons = _write(tmp_path, "a,y\n" + "".join(f"{i},{min(i, 98)}\n" for i in range(100)), "single.csv")
     d = data.load(singletons, seed=0)
+    untrained = sorted(set(range(99)) - set(d.y_train.tolist()))  # review222 F3: named, five, then a count
+    untested = sorted(set(range(99)) - set(d.y_test.tolist()))
     assert d.split_note == (
         "the train/test split is not stratified by class: 98 of 99 classes have fewer than 2 samples (a "
         "stratified split needs 2 samples of each class and room for each class in both splits); some "
-        "classes may be missing from a split"
+        "classes may be missing from a split; the train/test split leaves classes "
+        + ", ".join(f"{c} (1 sample)" for c in untrained[:5]) + f" and {len(untrained) - 5} more without a "
+        "train row, so the model is not trained on them and the test metric counts their test rows as "
+        "wrong (a smaller test fraction or more samples would train on them); it leaves classes "
+        + ", ".join(f"{c} (1 sample)" for c in untested[:5]) + f" and {len(untested) - 5} more without a "
+        "test row, so the test metric does not measure them (more samples would)"
     )
+    assert len(untrained) > 5 and len(untested) > 5 and set(untrained).isdisjoint(untested)
     inferred = (  # one of notes, which a Python caller reads (review89 F7)
         "the labels are whole numbers (99 distinct) with too few samples of each to stratify the split, so "
         "the task classification was inferred: pass task='regression' (CLI: --task regression) if they "

@@ -308,7 +308,7 @@ def test_predict_split_test_repeats_the_note_on_an_untested_class(
     path.write_text("p,q,y\n" + "".join(f"{a:.4f},{b:.4f},{y}\n" for (a, b), y in rows))
     _, test = train_test_split(np.array(labels), test_size=0.2, random_state=0, stratify=np.array(labels))
     assert "rare" not in set(test)  # the premise, by scikit-learn's own split
-    note = ("note: the stratified train/test split leaves class rare (2 samples) without a test row, so the "
+    note = ("note: the train/test split leaves class rare (2 samples) without a test row, so the "
             "test metric does not measure it (more samples would)\n")
     model = tmp_path / "rare.npz"
     code, _, err = cli(capsys, "train", "--dataset", str(path), *RUN, "--save", str(model))

@@ -37,7 +37,7 @@ def test_a_class_without_a_test_row_gets_a_note(
     assert code == 0
     several = len(rare) > 1
     assert err == (
-        f"note: the stratified train/test split leaves {missing} without a test row, so the test metric does "
+        f"note: the train/test split leaves {missing} without a test row, so the test metric does "
         f"not measure {'them' if several else 'it'} (more samples would)\n"
     )
 
@@ -51,7 +51,16 @@ def test_no_note_when_every_class_is_tested_or_for_regression(tmp_path: Path) ->
 
 def test_the_note_names_each_untested_class_with_its_count() -> None:
     y = np.array([0, 0, 0, 1, 1, 1, 2, 2, 3])
-    note = data.untested_note(y, np.array([0, 3]), "classification", ("a", "b", "c d", "e"))
-    assert note == ("the stratified train/test split leaves classes c d (2 samples), e (1 sample) without a "
+    note = data.class_coverage_note(y, np.array([0, 3]), "classification", ("a", "b", "c d", "e"))
+    assert note == ("the train/test split leaves classes c d (2 samples), e (1 sample) without a "
                     "test row, so the test metric does not measure them (more samples would)")
-    assert data.untested_note(y, np.array([0, 3, 6, 8]), "classification", ("a", "b", "c", "e")) == ""
+    assert data.class_coverage_note(y, np.array([0, 3, 6, 8]), "classification", ("a", "b", "c", "e")) == (
+        "the train/test split leaves class e (1 sample) without a train row, so the model is not trained "
+        "on it and the test metric counts its test rows as wrong (a smaller test fraction or more samples "
+        "would train on it)"  # review222 F2: its one row tested
+    )
+    assert data.class_coverage_note(y, np.array([0, 3, 6]), "classification", ("a", "b", "c", "e")) == (
+        "the train/test split leaves class e (1 sample) without a test row, so the test metric does not "
+        "measure it (more samples would)"
+    )
+    assert data.class_coverage_note(y[:8], np.array([0, 3, 6]), "classification", ("a", "b", "c")) == ""

@@ -643,8 +643,9 @@ def _split(args: argparse.Namespace, source: _Input, saved: checkpoint.Checkpoin
               f"hold any",
               file=sys.stderr)
     note = data.split_note(labels, saved.task, saved.test_fraction)
-    if not note and args.split == "test":  # review59 F12: train's note on a class the test rows lack
-        note = data.untested_note(labels, test, saved.task, saved.classes)
+    if args.split == "test":  # review59 F12, review222 F2: train's note on a class either split lacks
+        note = "; ".join(part for part in (note, data.class_coverage_note(
+            labels, test, saved.task, saved.classes)) if part)
     if note:
         print(f"note: {cli_spelling(note)}", file=sys.stderr)
     return np.asarray(train if args.split == "train" else test, dtype=np.int64)
