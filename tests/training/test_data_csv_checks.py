@@ -538,3 +538,30 @@ def test_a_truly_constant_tiny_column_keeps_its_note(tmp_path: Path) -> None:
         f"{path}: column k is constant in the rows trained on, so it carries no information (scaled with "
         "scale 1, as scikit-learn's StandardScaler scales a zero-variance column)"
     )
+
+
+def test_a_column_varying_by_rounding_error_only_is_noted(tmp_path: Path) -> None:
+    """review222 F4: scikit-learn's StandardScaler scales with 1 a column whose variance is within
+    rounding error of 0 for its mean's magnitude (0.3 and 0.30000000000000004), which was done
+    without a note. Oracle: StandardScaler's own scale_ of the train rows, and numpy's std."""
+    from sklearn.preprocessing import StandardScaler
+
+    rows = "".join(f"{0.3 if i % 2 else 0.30000000000000004!r},{i * 0.25},{i % 2}\n" for i in range(40))
+    path = _write(tmp_path, "ratio,b,y\n" + rows)
+    loaded = data.load(path, dtype=np.float64)
+    raw = np.loadtxt(path, delimiter=",", skiprows=1)
+    train, _ = data.split_rows(raw[:, 2].astype(np.int64), "classification", 0)
+    scaler = StandardScaler().fit(raw[train, :2])
+    std = math.sqrt(scaler.var_[0])  # as scikit-learn computes it (np.std's differs in the last bits)
+    assert std != 0.0 and np.std(raw[train, 0]) != 0.0 and scaler.scale_[0] == 1.0  # the premise
+    assert loaded.feature_scale[0] == 1.0
+    assert loaded.constant_note == (
+        f"{path}: column ratio (standard deviation {std:.3g} about a mean of 0.3) varies by rounding error "
+        "only in the rows trained on, so scikit-learn's StandardScaler scales it with scale 1, as a constant "
+        "column, and it standardises to about 0 (subtract its mean in the file first if those differences "
+        "carry information)"
+    )
+    assert loaded.constant_note in loaded.notes
+    # a column whose deviation is exactly 1 has scale 1 too, and is no such column
+    ones = _write(tmp_path, "a,y\n" + "".join(f"{(-1) ** i},{i % 2}\n" for i in range(40)), "ones.csv")
+    assert data.load(ones).constant_note == ""
