@@ -483,7 +483,14 @@ def session_seed(seed: int) -> int:
     apart; a seed sweep of trainers (``seed in range(5)``) would reuse its dropout masks one step
     late. Hashing the trainer seed first gives each trainer seed its own stream; a session opened
     directly (``torchlean.session(seed=...)``) keeps the original's keys.
+
+    Raises:
+        TrainerError: ``seed`` is not an integer (Python or numpy; not a bool) in ``[0, 2**64)``,
+            as :class:`Trainer` refuses it (review220 F1: ``None`` drew a fresh seed from the
+            operating system on every call, so a session seeded so was silently unrepeatable).
     """
+    if not is_seed(seed):
+        raise TrainerError(f"session_seed: seed must be an integer in {SEED_RANGE}, got {seed!r}")
     sequence = np.random.SeedSequence(seed, spawn_key=(_SESSION_STREAM,))
     return int(sequence.generate_state(1, dtype=np.uint64)[0])
 

@@ -445,6 +445,18 @@ def test_trainer_big_seeds_are_reproducible(seed):
     assert a.open().seed == session_seed(int(seed))
 
 
+@pytest.mark.parametrize("seed", [None, -1, 1.5, "3", True, 2**64, [1, 2], np.float64(3.0)])
+def test_session_seed_refuses_what_a_trainer_refuses(seed):
+    """review220 F1: ``session_seed(None)`` drew a fresh seed from the operating system on every
+    call (numpy's SeedSequence(None)); the others escaped as numpy errors or were hashed."""
+    with pytest.raises(TrainerError) as info:
+        session_seed(seed)
+    assert str(info.value) == f"session_seed: seed must be an integer in [0, 2**64), got {seed!r}"
+    with pytest.raises(TrainerError, match=r"^seed must be an integer in \[0, 2\*\*64\)"):
+        Trainer(nn.linear(2, 1), seed=seed)
+    assert session_seed(np.uint64(2**64 - 1)) == session_seed(2**64 - 1)
+
+
 def test_consecutive_trainer_seeds_draw_unrelated_dropout_masks():
     """A session's seeds ``s`` and ``s + 1`` share one stream a draw apart (the original's keyOf);
     a trainer opens its session with ``session_seed(seed)``, a SeedSequence child of its seed, so
