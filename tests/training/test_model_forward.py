@@ -223,8 +223,10 @@ def test_bad_inputs_are_refused_with_the_accepted_form():
     with pytest.raises(ShapeError) as caught:
         model.forward(tl.tensor(np.zeros((2, 4)), dtype="float32"))
     assert not isinstance(caught.value, TypeError)
-    with pytest.raises(ShapeError, match="training must be a bool, got 1"):
-        model.forward(x, training=1)  # type: ignore[arg-type]
+    for training in (1, "yes"):  # review220 F6: a TypeError too, as a torch user catches it
+        with pytest.raises(nn.ModelInputError, match=f"training must be a bool, got {training!r}$"):
+            model.forward(x, training=training)  # type: ignore[arg-type]
+    assert nn.ArchitectureError is nn.model.ArchitectureError  # review220 F7: exported as its siblings
     params = model.tensors()
     with pytest.raises(StateError, match=r"params must be a sequence of tensors .*got Tensor"):
         model.forward(x, params[0])  # type: ignore[arg-type]

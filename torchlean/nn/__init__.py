@@ -52,7 +52,7 @@ from torchlean.nn.layers import (
     Shape,
     ShapeError,
 )
-from torchlean.nn.model import Model, ModelInputError, StateError, build
+from torchlean.nn.model import ArchitectureError, Model, ModelInputError, StateError, build
 from torchlean.tensor import RealLike
 
 
@@ -73,6 +73,7 @@ def _pool(
     return record(kernel, kernel if stride is None else _axes(stride), _axes(padding))
 
 __all__ = [
+    "ArchitectureError",
     "Layer",
     "Model",
     "ModelInputError",

@@ -62,9 +62,10 @@ class StateError(TorchLeanError, ValueError):
 
 
 class ModelInputError(ShapeError, TypeError):
-    """``model(x)`` given what is not a Tensor, or a Tensor of another dtype than the model's: a
-    :class:`~torchlean.nn.layers.ShapeError` as before, and a ``TypeError``, which a torch user's
-    ``except TypeError`` catches (review214 F5: sklearn's float64 arrays given to a float32 model)."""
+    """``model(x)`` given what is not a Tensor, or a Tensor of another dtype than the model's, or a
+    ``training`` flag that is not a bool: a :class:`~torchlean.nn.layers.ShapeError` as before, and
+    a ``TypeError``, which a torch user's ``except TypeError`` catches (review214 F5: sklearn's
+    float64 arrays given to a float32 model; review220 F6: ``training="yes"``)."""
 
 
 class ArchitectureError(TorchLeanError, AttributeError):
@@ -273,8 +274,8 @@ class Model(PicklesAtEveryProtocol):
         Raises:
             ShapeError: ``x`` is not a Tensor, or not of the model dtype (int64 for ids) and shape
                 ``(b, *input_shape)`` (``x has shape [3, 5] and dtype float32, expected shape (b,
-                4) and dtype float32``); ``training`` not a bool. Not a Tensor, or another dtype,
-                is a :class:`ModelInputError`, also a ``TypeError``.
+                4) and dtype float32``); ``training`` not a bool. Not a Tensor, another dtype or
+                a ``training`` not a bool is a :class:`ModelInputError`, also a ``TypeError``.
             StateError: ``params`` does not hold one tensor per parameter, of its shape, of the
                 model dtype and on ``x``'s device; a layer updated a tensor that is not one of the
                 buffers of ``params`` (:meth:`buffer_positions`).
@@ -294,7 +295,7 @@ class Model(PicklesAtEveryProtocol):
                 f"(b, {', '.join(map(str, self.input_shape))}) and dtype {dtype}{ids}"
             )
         if not is_bool(training):
-            raise ShapeError(f"model.forward: training must be a bool, got {training!r}")
+            raise ModelInputError(f"model.forward: training must be a bool, got {training!r}")
         own = params is None
         values = (
             [Tensor(value, device=x.device) for value in self.parameters]
