@@ -59,6 +59,7 @@ __all__ = [
     "checked_int",
     "is_bool",
     "is_int",
+    "specs_of",
     "window",
 ]
 
@@ -277,6 +278,29 @@ def _own_param_specs(layer: Layer, defined: object) -> bool:
     return type(layer).param_specs is not defined or "param_specs" in getattr(layer, "__dict__", ())
 
 
+def specs_of(layer: Layer) -> tuple[ParamSpec, ...]:
+    """``layer.param_specs()``, checked to be a tuple or list of :class:`ParamSpec`: a layer of
+    one's own returning one spec bare, plain tuples, a dict or ``None`` in it failed deep in a
+    container or ``build`` with Python's ``'ParamSpec' object is not iterable`` or ``'tuple' object
+    has no attribute 'name'``, naming no layer (review220 F2).
+
+    Raises:
+        ShapeError: naming the layer's class, what it returned and what is accepted.
+    """
+    specs = layer.param_specs()
+    if isinstance(specs, tuple | list) and all(isinstance(spec, ParamSpec) for spec in specs):
+        return tuple(specs)
+    if isinstance(specs, tuple | list):
+        wrong = next(spec for spec in specs if not isinstance(spec, ParamSpec))
+        got = f"a {type(specs).__name__} holding {wrong!r} ({type(wrong).__name__})"
+    else:
+        got = f"{specs!r} ({type(specs).__name__})"
+    raise ShapeError(
+        f"{type(layer).__name__}.param_specs must return a tuple of ParamSpec (one spec as (spec,); "
+        f"none as ()), got {got}"
+    )
+
+
 class Layer(ABC):
     """A model layer: shape rule, parameters and forward program."""
 
@@ -300,7 +324,7 @@ class Layer(ABC):
         of its own, is counted through it."""
         if not _own_param_specs(self, Layer.param_specs):
             return 0
-        return len(self.param_specs())
+        return len(specs_of(self))
 
     @abstractmethod
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
@@ -377,7 +401,7 @@ class Linear(Layer):
 
     def param_count(self) -> int:
         if _own_param_specs(self, Linear.param_specs):  # a subclass or an instance with specs of its own
-            return len(self.param_specs())
+            return len(specs_of(self))
         return 2 if self.bias else 1
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
@@ -1106,12 +1130,12 @@ class Sequential(Layer):
     def param_specs(self) -> tuple[ParamSpec, ...]:
         specs: list[ParamSpec] = []
         for index, layer in enumerate(self.layers):
-            specs.extend(s.prefixed(str(index)) for s in layer.param_specs())
+            specs.extend(s.prefixed(str(index)) for s in specs_of(layer))
         return tuple(specs)
 
     def param_count(self) -> int:
         if _own_param_specs(self, Sequential.param_specs):  # a subclass or an instance with specs of its own
-            return len(self.param_specs())
+            return len(specs_of(self))
         return sum(layer.param_count() for layer in self.layers)
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
@@ -1185,7 +1209,7 @@ class Residual(Layer):
         return out
 
     def param_specs(self) -> tuple[ParamSpec, ...]:
-        return tuple(s.prefixed("body") for s in self.body.param_specs())
+        return tuple(s.prefixed("body") for s in specs_of(self.body))
 
     def forward(self, ops: Ops[T], params: Sequence[T], x: T, *, training: bool) -> T:
         return ops.add(x, self.body.forward(ops, params, x, training=training))

@@ -30,7 +30,17 @@ from torchlean._slots import PicklesAtEveryProtocol
 from torchlean.autograd.grad_mode import no_grad
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.eager import EagerOps
-from torchlean.nn.layers import Layer, Linear, ParamSpec, Sequential, Shape, ShapeError, checked_dims, is_bool
+from torchlean.nn.layers import (
+    Layer,
+    Linear,
+    ParamSpec,
+    Sequential,
+    Shape,
+    ShapeError,
+    checked_dims,
+    is_bool,
+    specs_of,
+)
 from torchlean.tensor import DeviceLike, Tensor, _is_torch_tensor
 
 _REALS = (numbers.Real, Decimal)
@@ -603,7 +613,7 @@ def build(
     fault = layer.dtype_fault(resolved)
     if fault is not None:
         raise ShapeError(fault)
-    specs = layer.param_specs()
+    specs = specs_of(layer)
     _check_unique_names(layer, specs)
     parameters = [
         spec.initial(np.random.default_rng([int(seed), index]), resolved) for index, spec in enumerate(specs)
