@@ -726,6 +726,31 @@ def test_torchs_betas_and_alpha_spellings():
         optim.rmsprop(decay=0.5, alpha=0.9)
 
 
+@pytest.mark.parametrize(("call", "got"), [
+    (lambda: optim.adam(1e-3, betas=(0.8, 0.99), beta1=0.9), "betas=(0.8, 0.99), beta1=0.9"),
+    (lambda: optim.adam(1e-3, betas=(0.8, 0.99), beta1=0.8), "betas=(0.8, 0.99), beta1=0.8"),
+    (lambda: optim.adamw(1e-3, 0.9, 0.999, betas=(0.8, 0.99)), "betas=(0.8, 0.99), beta1=0.9, beta2=0.999"),
+    (lambda: optim.adamw(1e-3, beta2=0.999, betas=(0.8, 0.99)), "betas=(0.8, 0.99), beta2=0.999"),
+])
+def test_betas_with_beta1_or_beta2_is_refused_whatever_the_values(call, got):
+    """review220 F3: checked against the defaults, an explicit beta1=0.9 beside betas was dropped
+    and an agreeing beta1=0.8 refused; any call passing both spellings is refused now, as
+    optim.group refuses it."""
+    with pytest.raises(OptimizerError) as info:
+        call()
+    assert str(info.value) == f"optimizer: pass betas or beta1/beta2, not both (got {got})"
+
+
+@pytest.mark.parametrize("call", [lambda: optim.rmsprop(1e-3, decay=0.99, alpha=0.5),
+                                  lambda: optim.rmsprop(1e-3, 0.99, alpha=0.5),
+                                  lambda: optim.rmsprop(1e-3, decay=0.5, alpha=0.5)])
+def test_alpha_with_decay_is_refused_whatever_the_values(call):
+    with pytest.raises(OptimizerError, match=r"^optimizer: pass alpha or decay, not both \(got alpha=0\.5, "
+                                             r"decay=0\.(99|5)\)$"):
+        call()
+    assert optim.rmsprop(1e-3, alpha=0.5) == optim.rmsprop(1e-3, 0.5)
+
+
 def test_an_empty_parameter_list_is_refused_as_torch_refuses_it():
     """review196 F5: ``create([])`` gave an optimizer whose steps did nothing (and counted);
     torch's ``optimizer got an empty parameter list``. A Trainer of a model without parameters

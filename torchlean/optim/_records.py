@@ -48,7 +48,13 @@ from torchlean.optim._groups import (
     names_shown,
 )
 from torchlean.optim._ties import refuse_split_ties
-from torchlean.optim._torch_forms import PARAMS_FIRST, parameters_shown, torch_forms_refused, torch_order
+from torchlean.optim._torch_forms import (
+    PARAMS_FIRST,
+    one_spelling,
+    parameters_shown,
+    torch_forms_refused,
+    torch_order,
+)
 from torchlean.tensor import BoolLike, RealLike, Tensor
 
 Updated = tuple[Array, Array, Array, Array | None]
@@ -1063,12 +1069,11 @@ def sgd(
 
 
 def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, float]:
-    """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed); a
-    ``beta1``/``beta2`` left at its default is overridden by ``betas``.
+    """``beta1, beta2`` from torch's ``betas=(beta1, beta2)`` when given (else as passed; the
+    factories refuse a call passing both spellings: :func:`one_spelling`).
 
     Raises:
-        OptimizerError: ``betas`` not a pair, or given with ``beta1``/``beta2`` other than their
-            defaults (the two spellings of one setting); a tuple, list or 1-d numpy array as
+        OptimizerError: ``betas`` not a pair; a tuple, list or 1-d numpy array as
             ``beta1`` (torch's ``Adam(params, lr, betas)`` written positionally), naming ``betas=``.
     """
     given: object = beta1
@@ -1086,11 +1091,6 @@ def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, floa
     if betas is None:
         return plain_float(beta1), plain_float(beta2)
     first, second = betas_pair(betas)
-    if (beta1, beta2) != (0.9, 0.999):
-        raise OptimizerError(
-            f"optimizer: pass betas or beta1/beta2, not both (got betas={betas!r}, beta1={beta1!r}, "
-            f"beta2={beta2!r})"
-        )
     return plain_float(first), plain_float(second)
 
 
@@ -1113,6 +1113,7 @@ def _adam_fields(
 
 
 @torch_order
+@one_spelling("betas", ("beta1", "beta2"))
 def adam(
     lr: RealLike = 0.001,
     beta1: RealLike = 0.9,
@@ -1134,7 +1135,7 @@ def adam(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with a ``beta1``/``beta2`` other than its default; a
+            not a pair, or given together with ``beta1`` or ``beta2`` (any value); a
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
@@ -1142,6 +1143,7 @@ def adam(
 
 
 @torch_order
+@one_spelling("betas", ("beta1", "beta2"))
 def adamw(
     lr: RealLike = 0.001,
     beta1: RealLike = 0.9,
@@ -1158,7 +1160,7 @@ def adamw(
 
     Raises:
         OptimizerError: a value that is not a real number or out of its domain; ``betas`` that is
-            not a pair, or given together with a ``beta1``/``beta2`` other than its default; a
+            not a pair, or given together with ``beta1`` or ``beta2`` (any value); a
             tuple or list as ``beta1`` (torch's positional ``Adam(params, lr, betas)``): the
             message names ``betas=``.
     """
@@ -1166,6 +1168,7 @@ def adamw(
 
 
 @torch_order
+@one_spelling("alpha", ("decay",))
 def rmsprop(
     lr: RealLike = 0.01,
     decay: RealLike = 0.99,
@@ -1186,13 +1189,9 @@ def rmsprop(
 
     Raises:
         OptimizerError: a value that is not a real number (or a bool, for ``centered``) or out of
-            its domain; ``alpha`` given together with a ``decay`` other than its default.
+            its domain; ``alpha`` given together with ``decay`` (any value).
     """
-    if alpha is not None:
-        if decay != 0.99:
-            raise OptimizerError(
-                f"optimizer: pass alpha or decay, not both (got alpha={alpha!r}, decay={decay!r})"
-            )
+    if alpha is not None:  # never with decay: one_spelling refuses both
         try:  # alpha alone first, so a refusal names it as written
             RMSprop(decay=plain_float(alpha))
         except OptimizerError as error:

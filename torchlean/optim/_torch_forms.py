@@ -11,7 +11,7 @@ from typing import ParamSpec, TypeVar
 
 import numpy as np
 
-from torchlean.optim._common import OptimizerCallError
+from torchlean.optim._common import OptimizerCallError, OptimizerError
 from torchlean.tensor import Tensor
 
 P = ParamSpec("P")
@@ -124,6 +124,37 @@ def torch_order(make: Callable[P, R]) -> Callable[P, R]:
         return make(*args, **kwargs)
 
     return checked
+
+
+def one_spelling(theirs: str, ours: tuple[str, ...]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator of a record factory taking torch's spelling ``theirs`` of a setting (``betas``,
+    ``alpha``) besides its own ``ours`` (``beta1``/``beta2``, ``decay``): a call passing both
+    spellings is refused, whatever the values (review220 F3: compared with the defaults, an
+    explicit ``beta1=0.9`` beside ``betas=(0.8, 0.99)`` was dropped, and an agreeing ``beta1=0.8``
+    refused), as ``optim.group`` refuses it.
+
+    Raises (from the decorated factory):
+        OptimizerError: ``optimizer: pass betas or beta1/beta2, not both (got betas=..., beta1=...)``.
+    """
+
+    def decorate(make: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(make)
+
+        @functools.wraps(make)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                passed = signature.bind(*args, **kwargs).arguments
+            except TypeError:  # torch_order names what cannot be bound
+                return make(*args, **kwargs)
+            given = [name for name in ours if name in passed]
+            if passed.get(theirs) is not None and given:
+                values = ", ".join(f"{name}={passed[name]!r}" for name in (theirs, *given))
+                raise OptimizerError(f"optimizer: pass {theirs} or {'/'.join(ours)}, not both (got {values})")
+            return make(*args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 def torch_forms_refused(builder: str) -> Callable[[type[T]], type[T]]:
