@@ -1386,7 +1386,7 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         "batch_norm-eval-needs-running-stats",
         lambda: S.batch_norm(XP, None, None, np.zeros(2), None, training=False),
         "batch_norm: eval mode (training=False) normalises with the running statistics, "
-        "got running_mean=array, running_var=None (accepted: both arrays of shape (2,))",
+        "got running_mean=given, running_var=None (accepted: both given, of shape (2,))",
     ),
     (
         "batch_norm-one-value-per-channel",

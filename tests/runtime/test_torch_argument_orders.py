@@ -21,6 +21,7 @@ import torch.nn.functional as TF
 import torchlean as tl
 from torchlean import optim
 from torchlean.optim import OptimizerError
+from torchlean.tensor import TensorTypeError
 
 
 def _rng() -> np.random.Generator:
@@ -61,6 +62,21 @@ def test_batch_norm_keywords_match_torch_float64_and_training_defaults_to_true()
     want_train = TF.batch_norm(t(x_np), None, None, t(w_np), t(b_np), training=True)
     np.testing.assert_allclose(default.numpy(), want_train.numpy(), rtol=1e-12, atol=1e-14)
     assert not np.allclose(default.numpy(), want.numpy())  # the two modes differ on this input
+
+
+@pytest.mark.parametrize("name", ["weight", "bias", "running_mean", "running_var"])
+def test_batch_norm_names_the_keyword_given_a_numpy_array(name: str) -> None:
+    """review220 F4: a port passing numpy arrays got ``batch_norm: input 3 must be a torchlean
+    Tensor`` from the op's positions, which a keyword-only call does not have."""
+    x = tl.tensor(np.ones((4, 3)))
+    given: dict[str, object] = {"running_mean": tl.tensor(np.zeros(3)), "running_var": tl.tensor(np.ones(3))}
+    given[name] = np.ones(3)
+    with pytest.raises(TensorTypeError) as caught:
+        tl.batch_norm(x, **given, training=False)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"batch_norm: {name} must be a torchlean Tensor or None; got ndarray (accepted: a torchlean Tensor "
+        "of shape (C,) in x's dtype, or None; convert data with torchlean.tensor(...))"
+    )
 
 
 def test_batch_norm_signature_is_keyword_only_after_x() -> None:

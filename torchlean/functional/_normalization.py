@@ -4,6 +4,7 @@ differ from torch's (a call in torch's order is refused, naming both)."""
 from __future__ import annotations
 
 from torchlean._checks import is_int
+from torchlean._tensor_data import operand_type
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.session import run_op
 from torchlean.autograd.tape import AutogradError
@@ -133,7 +134,8 @@ def batch_norm(
             statistics in training (ignored there, where torch's call updates them), one value per
             channel in training, or an eps that is negative, not finite in x's dtype, or not
             positive in training (PyTorch refuses ``eps <= 0`` in training).
-        TensorTypeError: more than one positional argument (torch's order, above); ``training``
+        TensorTypeError: more than one positional argument (torch's order, above); ``weight``,
+            ``bias`` or a running statistic neither a Tensor nor None (naming it); ``training``
             not a bool, or ``eps`` not a real number. An unknown keyword (torch's ``momentum``)
             is Python's ``TypeError``.
         TensorError: an ``eps`` beyond the float64 range (``10**400``: review191 F3).
@@ -145,6 +147,15 @@ def batch_norm(
             f"batch_norm: got {1 + len(refused)} positional arguments (accepted: 1, x); "
             f"{_BATCH_NORM_ORDERS}"
         )
+    keywords = (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                ("running_var", running_var))
+    for name, value in keywords:  # review220 F4: by keyword, not as the op's input positions 1..4
+        if value is not None and not isinstance(value, Tensor):
+            raise TensorTypeError(
+                f"batch_norm: {name} must be a torchlean Tensor or None; got {operand_type(value)} "
+                f"(accepted: a torchlean Tensor of shape (C,) in x's dtype, or None; convert data with "
+                "torchlean.tensor(...))"
+            )
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
         if isinstance(stat, Tensor) and stat.requires_grad and is_grad_enabled():
             raise AutogradError(

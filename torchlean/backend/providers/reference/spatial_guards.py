@@ -769,8 +769,8 @@ def check_batch_norm(
         raise _fail(
             op,
             f"eval mode (training=False) normalises with the running statistics, got "
-            f"running_mean={'None' if running_mean is None else 'array'}, "
-            f"running_var={'None' if running_var is None else 'array'} (accepted: both arrays of shape "
+            f"running_mean={'None' if running_mean is None else 'given'}, "  # review220 F4: not "array"
+            f"running_var={'None' if running_var is None else 'given'} (accepted: both given, of shape "
             f"({xs.shape[1]},))",
         )
     given, rounded = _eps(op, eps, xs.dtype)
