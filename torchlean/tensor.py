@@ -1942,6 +1942,14 @@ def tensor(
     ``device`` is where the copy lives: ``None`` or ``"cpu"`` (numpy storage), ``"cuda"`` or
     ``"cuda:N"`` (torch storage on that CUDA device).
 
+    The result is a new leaf: no gradient history is carried over. A torchlean or torch tensor
+    that requires grad, given alone (or torch ones in a list), is copied detached, as
+    ``torch.tensor(t)`` copies it (torch adds a warning); a list holding a torchlean tensor that
+    requires grad is refused, as numpy's conversion of it is (``TensorError``: call ``.detach()``,
+    or build the tensor with torchlean ops, ``tl.concat`` and ``tl.reshape``, to keep the
+    history). ``data.minibatches``, ``Trainer.fit`` and item assignment refuse a torch tensor
+    that requires grad instead.
+
     With ``dtype="int64"``, float data is truncated toward zero (as ``torch.tensor``), and a value
     int64 cannot hold is refused, as torch refuses it ("value cannot be converted to type int64
     without overflow"), never wrapped to ``-2**63`` as numpy's cast would. A Python integer beyond

@@ -1,0 +1,36 @@
+"""review220 F5: ``tl.tensor`` of data that requires grad, as its docstring now states: a tensor
+given alone (torchlean's or torch's), or torch tensors in a list, are copied detached (as
+``torch.tensor(t)`` copies them); a list holding a torchlean tensor that requires grad is refused
+by numpy's conversion, naming ``detach``. Oracle: the values, by hand, and torch's own copy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import torchlean as tl
+from torchlean.tensor import TensorError
+
+
+def test_a_tensor_alone_is_copied_detached_as_torch_copies_it() -> None:
+    a = tl.tensor(np.float64(1.5), requires_grad=True)
+    b = a * 2.0
+    copied = tl.tensor(b)
+    assert not copied.requires_grad and copied.numpy() == 3.0
+    t = torch.tensor(1.5, dtype=torch.float64, requires_grad=True) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch warns that it copies the tensor
+        theirs = torch.tensor(t)
+    ours = tl.tensor(t)
+    assert not theirs.requires_grad and not ours.requires_grad and ours.numpy() == theirs.item() == 3.0
+    assert not tl.tensor([t, t]).requires_grad and tl.tensor([t, t]).numpy().tolist() == [3.0, 3.0]
+
+
+def test_a_list_holding_a_torchlean_tensor_that_requires_grad_is_refused() -> None:
+    a = tl.tensor(np.float64(1.5), requires_grad=True)
+    with pytest.raises(TensorError, match=r"numpy cannot convert a tensor that requires grad .*detach"):
+        tl.tensor([a, a * 2.0])
+    assert tl.tensor([a.detach(), (a * 2.0).detach()]).numpy().tolist() == [1.5, 3.0]
