@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from torchlean import nn, optim
+from torchlean import nn, optim, profiles
 from torchlean.backend import report
+from torchlean.backend.errors import TorchLeanError
 from torchlean.trainer import Objective, RunConfig, Trainer
 
 CONTEXT = 32
@@ -139,12 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=_positive, default=300,
                         help="optimizer steps at least: whole epochs of 26 steps are run (default: 300)")
-    parser.add_argument("--profile", default="checked_cpu", help="backend profile (default: checked_cpu)")
+    parser.add_argument("--profile", default="checked_cpu",
+                        help=f"backend profile: {', '.join(profiles.names())} (default: checked_cpu)")
     parser.add_argument("--execution", default="eager", choices=("eager", "typed-graph"),
                         help="eager, or typed-graph: the model and loss planned and accepted as one graph "
                         "before any kernel runs, with the same bits (default: eager)")
     args = parser.parse_args(argv)
-    trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
+    try:
+        trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
+    except TorchLeanError as error:  # an unknown profile, or one this machine cannot run (CUDA)
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     for first, last, loss in losses:
         print(f"steps {first:>4}-{last:<4} loss={loss:.4f}")
     print(f"uniform guess: loss={math.log(len(alphabet)):.4f} ({len(alphabet)} characters)")

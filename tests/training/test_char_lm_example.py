@@ -67,3 +67,16 @@ def test_the_typed_graph_trains_the_same_bits(char_lm, short_run):
     assert graph_losses == eager_losses
     for name, value in eager.model.state().items():
         np.testing.assert_array_equal(graph.model.state()[name], value, strict=True, err_msg=name)
+
+
+@pytest.mark.parametrize(("profile", "said"), [
+    ("bogus", "unknown profile bogus (known: checked_cpu | "),
+    ("checked_cuda", "CUDA was requested"),
+])
+def test_a_profile_it_cannot_run_is_a_one_line_error(char_lm, capsys, profile, said):
+    """review221 F1: an unknown profile, or CUDA on this CPU-only torch, ended in a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        char_lm.main(["--steps", "1", "--profile", profile])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert ": error: " in err and said in err and err.count("\n") == 1, err  # prog: sys.argv[0]
