@@ -766,6 +766,26 @@ def file_columns(args: argparse.Namespace) -> tuple[str, ...] | None:
         return None
 
 
+def _names_run_label(message: str, resumed: Resumed) -> bool:
+    """Whether ``message`` refuses a cell of the column named as the run's label column (read
+    here as a feature: the label column moved)."""
+    return f", column {data.display_name(resumed.saved.label_column)}: " in message
+
+
+def _moved_label_advice(resumed: Resumed, where: str, columns: Callable[[], Sequence[str] | None]) -> str:
+    """The advice on a run's label column read as a feature column (``where`` the run read it):
+    pass ``--label-column`` if the columns were moved (and the features' order too, where the
+    file's ``columns`` show it), else resume with the run's data as laid out then."""
+    label = resumed.saved.label_column
+    return (
+        f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label "
+        f"in {where}, and the run's label column {data.display_name(label)} is a feature column "
+        f"here: if the columns were moved, pass {label_option(label)}"
+        f"{_order_too(columns(), label, resumed)}; else resume with the data it was trained on, laid "
+        "out as they were)"
+    )
+
+
 def data_refusal(
     resumed: Resumed | None, message: str, columns: Callable[[], Sequence[str] | None] = lambda: None
 ) -> str:
@@ -797,19 +817,17 @@ def data_refusal(
                 f"{data.display_name(resumed.saved.label_column)}: leave out the option, and resume with the "
                 "data the run was trained on)"
             )
-        label = resumed.saved.label_column
-        if f", column {data.display_name(label)}: " in message[: label_hint.start()]:  # review95 M4
-            return message[: label_hint.start()] + (
-                f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label "
-                f"in {where}, and the run's label column {data.display_name(label)} is a feature column "
-                f"here: if the columns were moved, pass {label_option(label)}"
-                f"{_order_too(columns(), label, resumed)}; else resume with the data it was trained on, laid "
-                "out as they were)"
-            )
+        if _names_run_label(message[: label_hint.start()], resumed):  # review95 M4
+            return message[: label_hint.start()] + _moved_label_advice(resumed, where, columns)
         return message[: label_hint.start()] + (
             f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
             f"{where}: resume with the data it was trained on, laid out as they were)"
         )
+    if _names_run_label(message, resumed):  # review221 F2: labels mixing numbers and names get no hint
+        column = resumed.training.settings.get("label_column")
+        where = f"its --label-column {column}" if isinstance(column, str) else "the last column"
+        if dict(resumed.repeated).get("--label-column") in (None, column):
+            return message + _moved_label_advice(resumed, where, columns)
     comma = _delimiter.use(_delimiter.COMMA)
     if resumed.delimiter == _delimiter.COMMA or comma not in message:
         return message
