@@ -5,7 +5,7 @@ those, the data.
 ``np.load`` of an ``.npz`` reads an entry's data as soon as it is asked for, and a zip entry of a
 few kilobytes can inflate to gigabytes; an entry's header says how much it holds without reading
 it. Nothing here unpickles: an entry whose header declares an object dtype is refused from the
-header, with numpy's own wording, as ``np.load(..., allow_pickle=False)`` refuses it.
+header, naming it, with numpy's own wording, as ``np.load(..., allow_pickle=False)`` refuses it.
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         ValueError: a header longer than :data:`MAX_HEADER_BYTES` (or cut inside its length
             field), a header numpy cannot parse, a ``.npy`` format version other than 1.0 and
             2.0 (3.0 is written only for structured dtypes with non-Latin-1 field names), an
-            object dtype (``Object arrays cannot be loaded when allow_pickle=False``, numpy's
-            words), or a compressed member whose data is damaged.
+            object dtype (naming the entry, with numpy's words ``Object arrays cannot be loaded
+            when allow_pickle=False``), or a compressed member whose data is damaged.
         zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError: what ``ZipFile.open``
             raises for a damaged, encrypted or unsupported member.
     """
@@ -158,8 +158,9 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
             raise ValueError(
                 f"entry {name!r}: its .npy header cannot be parsed (TypeError: {error})"
             ) from None
-    if dtype.hasobject:
-        raise ValueError(_PICKLE_REFUSED)
+    if dtype.hasobject:  # review221 F3: named, as every other refusal of a header names its entry
+        raise ValueError(f"entry {name!r}: its .npy declares dtype {dtype}, which only pickle reads "
+                         f"({_PICKLE_REFUSED}; accepted: bool, integer, float and text arrays)")
     return Entry(name, info, tuple(int(n) for n in shape), dtype)
 
 

@@ -181,9 +181,10 @@ def test_resume_names_a_moved_label_column_mixing_numbers_and_names(
     code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(first), "--epochs", "2")
     assert (code, out) == (2, "")
     assert err.endswith(
-        f"column y: not a number: 'cat' (--resume {part} reads the file as the run read its data, the label in "
-        "the last column, and the run's label column y is a feature column here: if the columns were moved, "
-        "pass --label-column y; else resume with the data it was trained on, laid out as they were)\n"), err
+        f"column y: not a number: 'cat' (--resume {part} reads the file as the run read its data, the label "
+        "in the last column, and the run's label column y is a feature column here: if the columns were "
+        "moved, pass --label-column y; else resume with the data it was trained on, laid out as they were)\n"
+    ), err
     taken = ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column", "y", "--epochs", "2")
     oracle = ok(capsys, "--resume", str(part), "--dataset", str(last), "--epochs", "2")
     assert [line for line in taken if "loss=" in line] == [line for line in oracle if "loss=" in line]
