@@ -9,7 +9,8 @@ data beside a Tensor gives a Tensor (review117 F2; numpy's side needs the plugin
 test_tensor_to_refuses_a_dtype_where_mypy_follows_torch checks it.)
 
 The marker after ``# E:`` / ``# N:`` is the exact output mypy prints (tests/typing/test_mypy_examples.py
-compares them); the unmarked lines are clean.
+compares them, skipping numpy and torch: where mypy follows numpy, :func:`may_be_a_tensor`'s first
+``reveal_type`` prints numpy's result in place of ``Any``); the unmarked lines are clean.
 """
 
 from typing import TypeVar, assert_type
