@@ -425,7 +425,8 @@ class Checkpoint:
             either of them not ``None`` with ``version`` 1;
             training settings whose ``profile`` or ``execution`` name another known profile or
             execution mode than the checkpoint's own, or whose ``seed`` or ``test_fraction``
-            another split than ``split_seed`` and ``test_fraction``, naming both values).
+            another split than ``split_seed`` and ``test_fraction``, or whose ``seed`` is not the
+            trainer's ``seed``, naming both values).
     """
 
     model: str
@@ -775,13 +776,17 @@ class Checkpoint:
         its data with, which ``predict --split`` and ``inspect --dataset`` load the data with to
         compare their digest) differ from ``split_seed`` or ``test_fraction`` (the split ``predict
         --split`` scores): the digest would vouch for one split while another is scored
-        (review115 F1). A setting that is not a value its option takes is left to ``--resume``'s
-        parser, which names the option."""
+        (review115 F1); and a ``seed`` setting other than the trainer's ``seed`` (review221 F5).
+        A setting that is not a value its option takes is left to ``--resume``'s parser, which
+        names the option."""
         if self.training is None:
             return
         split = (("seed", "split_seed", _seed), ("test_fraction", "test_fraction", _fraction))
         self._refuse_edited_settings(split, "one train/test split, which predict --split scores and --resume "
                                      "trains on")
+        # review221 F5: the trainer's seed too, which inspect shows and --resume trains with
+        self._refuse_edited_settings((("seed", "seed", _seed),), "one seed, the trainer's, which --resume "
+                                     "trains with")
 
     def _check_test_fraction(self) -> None:
         """Refuse a ``test_fraction`` that is not a float in ``(0, 1)``, or is not the default with

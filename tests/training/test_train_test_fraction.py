@@ -269,6 +269,25 @@ def test_a_hand_edited_checkpoint_whose_fractions_disagree_is_refused_on_load(ca
                                                  test_fraction=0.3, split_seed=0)).split_seed == 0
 
 
+@pytest.mark.parametrize("seed", [2**40, 1])
+def test_a_hand_edited_trainer_seed_is_refused_on_load(capsys, tmp_path, seed):
+    """review221 F5: a top-level seed other than the training settings' (which --resume trains
+    with) was taken silently by predict, inspect and --resume, as a split_seed edit is not."""
+    saved = tmp_path / "run.npz"
+    ok(capsys, "--dataset", "iris", "--hidden", "4", "--epochs", "1", "--save", str(saved))
+    edited = without_test_fraction(saved, tmp_path / "edited.npz", settings=False, test_fraction=0.2,
+                                   seed=seed, split_seed=0)
+    message = (f"the checkpoint's seed {seed} and its training settings' seed '0' differ (one of them was "
+               "edited): a checkpoint records one seed, the trainer's, which --resume trains with")
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        checkpoint.load(edited)
+    assert str(info.value).endswith(message)
+    for argv in (["train", "--resume", str(edited), "--epochs", "2"],
+                 ["predict", str(edited), "--dataset", "iris"], ["inspect", str(edited)]):
+        error = one_line_error(capsys, *argv)
+        assert error.startswith("error: ") and message in error, error
+
+
 def test_an_edited_fraction_beside_settings_that_predate_the_option_is_caught(capsys, tmp_path):
     """review118 F1: settings written before --test-fraction take its default 0.2, so a hand-edited
     field of 0.3 is not caught on load; --resume refuses it (it would train on 0.2's split), and
