@@ -79,9 +79,48 @@ def test_grouped_query_attention_refusals_name_the_shapes() -> None:
         tl.scaled_dot_product_attention(t(q), t(k), t(v), np.ones((HKV, NQ, NK), bool), enable_gqa=True)
     with pytest.raises(tl.TensorTypeError, match=r"enable_gqa must be a bool .* got 1"):
         tl.scaled_dot_product_attention(t(q), t(k), t(v), enable_gqa=1)  # type: ignore[arg-type]
-    # without the keyword, grouped shapes do not broadcast (as in torch)
-    with pytest.raises(GuardError, match="not broadcastable"):
+    # without the keyword, grouped shapes do not broadcast (as in torch), and the refusal names the
+    # keyword (review223 F4)
+    with pytest.raises(GuardError) as caught:
         tl.scaled_dot_product_attention(t(q), t(k), t(v))
+    assert str(caught.value) == (
+        f"scaled_dot_product_attention: q has 6 heads (axis -3) and k, v have 2, which do not broadcast (q "
+        f"{q.shape}, k {k.shape}, v {v.shape}); for grouped-query attention, each k/v head serving a group "
+        "of q's, pass enable_gqa=True (as torch's SDPA takes it)"
+    )
+    with pytest.raises(GuardError, match="not broadcastable"):  # heads that would not group
+        tl.scaled_dot_product_attention(t(q), t(k[:, :1].repeat(4, 1)), t(v[:, :1].repeat(4, 1)))
+
+
+@pytest.mark.parametrize(("change", "what"), [
+    ("mask_rank", "the mask does not broadcast to the scores' shape (2, 6, 3, 5)"),
+    ("mask_nk", "the mask does not broadcast to the scores' shape (2, 6, 3, 5)"),
+    ("k_d", "q's d = 4 and k's d = 3 differ"),
+    ("q_batch", "the batch axes before the head axis (-3) do not broadcast"),
+])
+def test_grouped_refusals_name_the_shapes_as_given(change: str, what: str) -> None:
+    """review223 F3: the guard saw the operands with their head axis split, so its refusals named
+    rank-5/6 shapes the caller never passed (q's batch (3, 2, 3), the group size among them)."""
+    shapes = {"q": (2, 6, 3, 4), "k": (2, 2, 5, 4), "v": (2, 2, 5, 3)}
+    mask = None
+    if change == "mask_rank":
+        mask = (1, 2, 6, 3, 5)
+    elif change == "mask_nk":
+        mask = (2, 6, 3, 4)
+    elif change == "k_d":
+        shapes["k"] = (2, 2, 5, 3)
+    else:
+        shapes["q"] = (3, 6, 3, 4)
+    z = {name: tl.tensor(np.zeros(shape)) for name, shape in shapes.items()}
+    with pytest.raises(GuardError) as caught:
+        tl.scaled_dot_product_attention(z["q"], z["k"], z["v"], None if mask is None else np.ones(mask, bool),
+                                        enable_gqa=True)
+    given = f"q {shapes['q']}, k {shapes['k']}, v {shapes['v']}" + ("" if mask is None else f", mask {mask}")
+    assert str(caught.value) == (
+        f"scaled_dot_product_attention: with enable_gqa=True, {what} (given: {given}; accepted: q (..., Hq, "
+        "nQ, d), k (..., Hkv, nK, d), v (..., Hkv, nK, dv), Hq a multiple of Hkv, a mask broadcastable to "
+        "(..., Hq, nQ, nK))"
+    )
 
 
 def test_no_heads_at_all_gives_torchs_empty_result() -> None:

@@ -184,7 +184,9 @@ def scaled_dot_product_attention(
         TensorError: a ``scale`` beyond the float64 range (``10**400``).
         GuardError: with ``enable_gqa=True``, an operand of rank below 3, k and v with different
             head counts, ``Hq`` not a multiple of ``Hkv``, or a mask whose head axis is neither 1
-            nor ``Hq`` (torch's checks).
+            nor ``Hq`` (torch's checks), and the shape faults above, naming the shapes as given;
+            without it, k and v with ``Hkv > 1`` heads and q with a multiple of them, naming
+            ``enable_gqa=True``.
     """
     fn = "scaled_dot_product_attention"
     if attn_mask is not None:
@@ -214,10 +216,70 @@ def scaled_dot_product_attention(
     if scale is not None:
         params["scale"] = _real(fn, "scale", scale)
     if not enable_gqa:
+        _refuse_ungrouped_heads(fn, q, k, v)
         return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
     q, k, v, mask_t, heads = _grouped(fn, q, k, v, mask_t)
     out = run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
     return out if heads is None else reshape(out, (*out.shape[:-4], heads, *out.shape[-2:]))
+
+
+def _check_grouped_shapes(
+    fn: str, shapes: dict[str, tuple[int, ...]], mask: tuple[int, ...] | None
+) -> None:
+    """Check grouped-query operands' shapes as given (q ``(..., Hq, nQ, d)``, k ``(..., Hkv, nK,
+    d)``, v ``(..., Hkv, nK, dv)``, heads checked already), before their head axes are split:
+    the kernel guard, which sees the split operands, would name shapes of one more axis that the
+    caller never passed (review223 F3).
+
+    Raises:
+        GuardError: d or nK differ, the batch axes before the heads do not broadcast, or the mask
+            does not broadcast to the scores ``(..., Hq, nQ, nK)``, naming the shapes given.
+    """
+    q, k, v = shapes["q"], shapes["k"], shapes["v"]
+    given = f"q {q}, k {k}, v {v}" + ("" if mask is None else f", mask {mask}")
+
+    def fail(what: str) -> GuardError:
+        return GuardError(
+            f"{fn}: with enable_gqa=True, {what} (given: {given}; accepted: q (..., Hq, nQ, d), k (..., "
+            "Hkv, nK, d), v (..., Hkv, nK, dv), Hq a multiple of Hkv, a mask broadcastable to (..., Hq, "
+            "nQ, nK))"
+        )
+
+    if q[-1] != k[-1]:
+        raise fail(f"q's d = {q[-1]} and k's d = {k[-1]} differ")
+    if k[-2] != v[-2]:
+        raise fail(f"k's nK = {k[-2]} and v's nK = {v[-2]} differ")
+    try:
+        batch = np.broadcast_shapes(q[:-3], k[:-3], v[:-3])
+    except ValueError:
+        raise fail("the batch axes before the head axis (-3) do not broadcast") from None
+    scores = (*batch, q[-3], q[-2], k[-2])
+    try:
+        fits = mask is None or np.broadcast_shapes(scores, mask) == scores
+    except ValueError:
+        fits = False
+    if not fits:
+        raise fail(f"the mask does not broadcast to the scores' shape {scores}")
+
+
+def _refuse_ungrouped_heads(fn: str, q: object, k: object, v: object) -> None:
+    """Refuse, naming ``enable_gqa=True``, head counts (axis -3) that do not broadcast but would
+    group: k and v with ``Hkv > 1`` heads and q with a multiple of them (review223 F4: the
+    batch-broadcast refusal did not say so; torch's does not either).
+
+    Raises:
+        GuardError: naming the three shapes and ``enable_gqa=True``.
+    """
+    shapes = [t.shape for t in (q, k, v) if isinstance(t, Tensor) and len(t.shape) >= 3]
+    if len(shapes) < 3:
+        return  # the guard refuses what is not a Tensor of rank 3 or more, if anything
+    heads, kv_heads = shapes[0][-3], shapes[1][-3]
+    if kv_heads > 1 and heads != kv_heads and shapes[2][-3] == kv_heads and heads % kv_heads == 0:
+        raise GuardError(
+            f"{fn}: q has {heads} heads (axis -3) and k, v have {kv_heads}, which do not broadcast "
+            f"(q {shapes[0]}, k {shapes[1]}, v {shapes[2]}); for grouped-query attention, each k/v "
+            "head serving a group of q's, pass enable_gqa=True (as torch's SDPA takes it)"
+        )
 
 
 def _grouped(
@@ -249,11 +311,12 @@ def _grouped(
     def split(t: Tensor, into: tuple[int, int]) -> Tensor:
         return reshape(t, (*t.shape[:-3], *into, *t.shape[-2:]))
 
+    if mask is not None and len(mask.shape) >= 3 and mask.shape[-3] not in (1, heads):
+        raise GuardError(
+            f"{fn}: with enable_gqa=True the mask's head axis (-3) must be 1 or q's {heads}; "
+            f"got mask {mask.shape}"
+        )
+    _check_grouped_shapes(fn, shapes, None if mask is None else mask.shape)
     if mask is not None and len(mask.shape) >= 3:
-        if mask.shape[-3] not in (1, heads):
-            raise GuardError(
-                f"{fn}: with enable_gqa=True the mask's head axis (-3) must be 1 or q's {heads}; "
-                f"got mask {mask.shape}"
-            )
         mask = split(mask, (kv_heads, group) if mask.shape[-3] == heads else (1, 1))
     return split(q, (kv_heads, group)), split(k, (kv_heads, 1)), split(v, (kv_heads, 1)), mask, heads
