@@ -917,6 +917,39 @@ def test_a_torch_modules_attribute_names_get_the_positional_naming_hint() -> Non
     model.load_state(renamed)  # the rename the hint asks for loads
 
 
+def test_torch_attention_biases_are_named_as_having_no_counterpart() -> None:
+    """review223 F2: torch's MultiheadAttention has biases by default; once the weights were split
+    as the hint says, the refusal was a bare "unexpected ['in_proj_bias', 'out_proj.bias']", and
+    strict=False then computed another function (oracle: torch's layer with and without them)."""
+    d, heads = 8, 2
+    model = nn.build(nn.multi_head_attention(d, heads), input_shape=(5, d), dtype=np.float64, seed=0)
+    mha = torch.nn.MultiheadAttention(d, heads, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_bias.uniform_(-1.0, 1.0)
+        mha.out_proj.bias.uniform_(-1.0, 1.0)
+    state = {key: value.detach().numpy() for key, value in mha.state_dict().items()}
+    packed = state.pop("in_proj_weight")
+    state.update(wq=packed[:d], wk=packed[d:2 * d], wv=packed[2 * d:], wo=state.pop("out_proj.weight"))
+    with pytest.raises(nn.StateError) as info:
+        model.load_state(state)
+    assert str(info.value) == (
+        "state does not match the model: missing [], unexpected ['in_proj_bias', 'out_proj.bias']; "
+        "torchlean's attention projections have no biases, so 'in_proj_bias', 'out_proj.bias' have no "
+        "counterpart: the model computes torch's layer only where they are zero (strict=False drops them, "
+        "and with nonzero ones the model then computes another function)"
+    )
+    model.load_state(state, strict=False)
+    x = np.random.default_rng(1).standard_normal((3, 5, d))
+    with_biases, _ = mha(*(torch.tensor(x),) * 3, need_weights=False)
+    with torch.no_grad():
+        mha.in_proj_bias.zero_()
+        mha.out_proj.bias.zero_()
+    without, _ = mha(*(torch.tensor(x),) * 3, need_weights=False)
+    got = model(Tensor(x)).numpy()
+    np.testing.assert_allclose(got, without.detach().numpy(), rtol=1e-12, atol=1e-13)
+    assert np.abs(got - with_biases.detach().numpy()).max() > 0.1  # the function the note warns of
+
+
 def test_a_torch_multihead_attention_state_gets_the_in_proj_split_hint() -> None:
     """review140 F4: torch's packed ``in_proj_weight`` cannot load by renaming; the refusal says how
     to split it, and the split it names loads and computes torch's layer."""

@@ -476,7 +476,13 @@ def transformer_block(
     equivalent is ``nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=mlp_hidden,
     dropout=0.0, activation="gelu", norm_first=True, batch_first=True)`` with its attention biases
     at zero (``src_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1)`` for ``causal``); its
-    defaults differ (post-norm, ReLU, dropout 0.1).
+    defaults differ (post-norm, ReLU, dropout 0.1). Its ``state_dict()`` maps to this block's
+    state as: ``norm1.weight``/``norm1.bias`` to ``ln1.weight``/``ln1.bias``,
+    ``self_attn.in_proj_weight`` rows ``[0:d)``, ``[d:2d)``, ``[2d:3d)`` to ``attn.wq``,
+    ``attn.wk``, ``attn.wv``, ``self_attn.out_proj.weight`` to ``attn.wo``, ``norm2.*`` to
+    ``ln2.*``, ``linear1.*`` to ``fc1.*`` and ``linear2.*`` to ``fc2.*``; ``self_attn.in_proj_bias``
+    and ``self_attn.out_proj.bias`` have no counterpart (the block equals torch's only where they
+    are zero).
 
     Raises:
         ShapeError: ``d_model``, ``heads`` or ``mlp_hidden`` not an int >= 1, ``heads`` not

@@ -185,6 +185,15 @@ class Model(PicklesAtEveryProtocol):
                     "[0:d], [d:2d], [2d:3d] into wq, wk, wv (out_proj.weight is wo; the builders of "
                     "nn.multi_head_attention and nn.transformer_block give the whole mapping)"
                 )
+            torch_biases = ("in_proj_bias", "out_proj.bias")
+            biases = [n for n in extra if isinstance(n, str) and n.endswith(torch_biases)]
+            if biases:  # review223 F2: torch's MultiheadAttention has biases by default
+                hint += (
+                    f"; torchlean's attention projections have no biases, so {', '.join(map(repr, biases))} "
+                    "have no counterpart: the model computes torch's layer only where they are zero "
+                    "(strict=False drops them, and with nonzero ones the model then computes another "
+                    "function)"
+                )
             raise StateError(f"state does not match the model: missing {missing}, unexpected {extra}{hint}")
         values: list[Array] = []
         for spec, current in zip(self.specs, self.parameters, strict=True):
