@@ -149,8 +149,10 @@ def test_seed_gpu_chapter_examples() -> None:
 def test_non_boolean_mask_is_refused_with_dtype_and_bias_hint() -> None:
     with pytest.raises(TypeError, match=r"dtype float64.*additive score biases are a separate operation"):
         hard_masked_softmax(SCORES, np.tril(np.ones((3, 3))))
-    with pytest.raises(SpecTypeError, match="dtype int64"):
+    with pytest.raises(SpecTypeError) as caught:  # review223 F6: integers are no bias
         hard_masked_softmax(SCORES, np.tril(np.ones((3, 3), dtype=np.int64)))
+    assert str(caught.value) == ("mask must be a boolean array (True = the key may be attended), got dtype "
+                                 "int64; convert 0/1 integers with mask.astype(bool)")
 
 
 def test_nan_and_inf_at_blocked_positions_never_reach_the_output() -> None:

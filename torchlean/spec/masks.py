@@ -72,14 +72,18 @@ def as_bool_mask(mask: npt.ArrayLike, *, name: str = "mask") -> BoolArray:
 
     Raises:
         SpecTypeError: the mask's dtype is not bool; the message names the dtype and says that an
-            additive score bias (a float array) is a separate operation, not a mask.
+            additive score bias (a float array) is a separate operation, not a mask, or, for
+            integers, to convert 0/1 ones with ``mask.astype(bool)``.
         SpecValueError: ragged nested sequences.
     """
     array = _arith.as_array(name, mask)
     if array.dtype != np.bool_:
+        why = (  # review223 F6: a 0/1 integer mask is no bias; the runtime op's advice fits it
+            "convert 0/1 integers with mask.astype(bool)" if array.dtype.kind in "iu"
+            else "additive score biases are a separate operation and are not accepted as a mask"
+        )
         raise SpecTypeError(
-            f"{name} must be a boolean array (True = the key may be attended), got dtype {array.dtype}; "
-            "additive score biases are a separate operation and are not accepted as a mask"
+            f"{name} must be a boolean array (True = the key may be attended), got dtype {array.dtype}; {why}"
         )
     return array
 

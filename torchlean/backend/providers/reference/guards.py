@@ -438,7 +438,7 @@ def check_hard_masked_softmax(x: object, mask: object, *, axis: object) -> int:
     0/1 mask is refused: it is an additive bias, not a mask.  Returns the normalised axis.
     """
     op = "hard_masked_softmax"
-    scores = _float_input(op, "scores", x)
+    scores = _float_input(op, "scores x", x)  # review223 F6: the argument's name too
     allowed = check_canonical_layout(mask, op=op, name="mask", role="mask")
     if _broadcast(op, [("scores", scores.shape), ("mask", allowed.shape)]) != scores.shape:
         raise _fail(
