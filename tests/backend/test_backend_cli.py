@@ -853,3 +853,19 @@ def test_typed_words_in_a_usage_error_are_escaped_on_one_line(
     assert err.startswith("error: ") and err.count("\n") == 1 and err.endswith("\n"), err
     assert err[:-1].isprintable(), err
     assert shown in err
+
+
+@pytest.mark.parametrize(("word", "near"), [
+    ("checkd_cpu", "; did you mean checked_cpu?"),  # review224 F1: closely, as plan's --profile does
+    ("chekced_cpu", "; did you mean checked_cpu?"),
+    ("fast-cpu", "; did you mean fast_cpu?"),
+    ("Relu", "; did you mean relu?"),
+    ("fast_cuda", ""),  # a device word is no typo of another device's profile
+    ("sgin", ""),  # ops take no close guess (sign and sin are both ops)
+])
+def test_select_suggests_profiles_as_plan_does(capsys, word, near):
+    from torchlean.cli import main
+
+    assert main(["select", "--profiles", word, "relu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: unknown profile {word} (known: ") and err.endswith(f"){near}\n"), err

@@ -83,6 +83,7 @@ __all__ = [
     "get",
     "maintained_for_device",
     "names",
+    "near_profile",
     "profiles",
 ]
 
@@ -603,10 +604,16 @@ def get(name: str) -> BackendProfile:
     try:
         return _PROFILES[name]
     except KeyError:
-        known = " | ".join(_PROFILES)
-        devices = {shipped: profile.policy.device.label for shipped, profile in _PROFILES.items()}
-        near = did_you_mean(name, names(), close=True, devices=devices)  # a profile's device, not its name's
+        known, near = " | ".join(_PROFILES), near_profile(name)
         raise UnknownLabelError(f"unknown profile {name_shown(name)} (known: {known}){near}") from None
+
+
+def near_profile(name: str) -> str:
+    """``; did you mean <profile>?`` for ``name``, a slip of a shipped profile's name or close to
+    it (:func:`~torchlean.backend.vocabulary.did_you_mean` with ``close``, by the profile's device,
+    not its name's), else ``""``: the suffix of an unknown-profile message."""
+    devices = {shipped: profile.policy.device.label for shipped, profile in _PROFILES.items()}
+    return did_you_mean(name, names(), close=True, devices=devices)
 
 
 def maintained_for_device(device: Device | str) -> BackendProfile | None:

@@ -278,7 +278,8 @@ def _split_profiles_and_ops(tokens: Sequence[str]) -> tuple[list[BackendProfile]
         elif token in profiles.names():
             names.append(token)
         else:
-            near = did_you_mean(token, [*profiles.names(), *op_labels])
+            # an op's slip, else a profile's, closely matched too (review224 F1), as plan's --profile
+            near = did_you_mean(token, op_labels) or profiles.near_profile(token)
             raise UnknownLabelError(
                 f"unknown profile {name_shown(token)} (known: {' | '.join(profiles.names())}); "
                 f"nor is it an op (known: {' | '.join(BackendOp.labels())}){near}"
