@@ -869,3 +869,26 @@ def test_select_suggests_profiles_as_plan_does(capsys, word, near):
     assert main(["select", "--profiles", word, "relu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: unknown profile {word} (known: ") and err.endswith(f"){near}\n"), err
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--profile", "libtorch_forward_strict_cpu", "scaled_dot_product_attention", "relu"],
+    ["plan", "--profile", "libtorch_forward_strict_cpu", "--format", "json", "scaled_dot_product_attention"],
+    ["select", "--profiles", "libtorch_forward_strict_cpu", "scaled_dot_product_attention"],
+])
+def test_plan_and_select_print_the_preference_note_train_prints(capsys, argv):
+    """review224 F4: train and predict said that the strict profile's preferred LibTorch attention
+    is refused and reference.attention runs; plan and select, where a user checks before a run,
+    did not."""
+    from torchlean.backend import profiles
+
+    status, _, err = run(capsys, *argv)
+    assert status == 0
+    (note,) = profiles.get("libtorch_forward_strict_cpu").preference_notes(["scaled_dot_product_attention"])
+    assert err == f"note: {note}\n"
+    assert note == (
+        "scaled_dot_product_attention: libtorch_forward_strict_cpu prefers provider libtorch, but "
+        "libtorch.sdpa_forward is refused (trust: trusted-external is rejected by assurance checked); "
+        "reference.attention runs instead"
+    )
+    assert run(capsys, "plan", "--profile", "libtorch_forward_cpu", "scaled_dot_product_attention")[2] == ""

@@ -198,7 +198,17 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
     else:
         print(report.plan_report(profile.name, profile.policy, plan))
+    _print_preference_notes(profile, args.ops)
     return 0
+
+
+def _print_preference_notes(profile: BackendProfile, ops: Sequence[BackendOp]) -> None:
+    """The ``note:`` lines ``train`` and ``predict`` print on a preferred provider's refused
+    capsules (:meth:`BackendProfile.preference_notes`), on stderr after the report: where a user
+    checks a profile before a run (review224 F4)."""
+    sys.stdout.flush()  # the notes follow the report on a terminal
+    for note in profile.preference_notes(ops):
+        print(f"note: {note}", file=sys.stderr)
 
 
 def _plannable_ops(error: PlanningError, ops: Sequence[BackendOp]) -> list[BackendOp]:
@@ -312,6 +322,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
                 documents.append(_selection_document(profile, ops, names, None))
             else:
                 print(report.selection_line(profile.name, names))
+            _print_preference_notes(profile, ops)
     if args.format == "json":
         print(json.dumps({"profiles": documents}, indent=2))
     return status
