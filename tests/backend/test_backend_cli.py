@@ -170,8 +170,8 @@ def test_capsules_note_names_a_policy_that_admits_no_available_capsule() -> None
     )
     assert _empty_selection_note(only_cuda, None) == (
         "note: backend profile `checked_cpu` refuses every capsule its availability admits for device `cpu` "
-        "(provider preference: provider reference is excluded by only native-cuda) (torchlean explain "
-        "--profile checked_cpu OP says why, per op)"
+        "(provider preference: provider reference is excluded by only native-cuda: reference.abs, "
+        "reference.add and 43 more) (torchlean explain --profile checked_cpu OP says why, per op)"
     )  # the reason itself, as a session opening that profile gives it (BackendProfile.selection_fault)
     # a profile whose only capsule serves inference but not the VJP mode it asks: named
     from torchlean.backend.registry import CapsuleModule, maintained_modules

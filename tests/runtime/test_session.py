@@ -894,14 +894,17 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
     opened = []
     for profile, reason in (
         (only_aten, "backend profile `only_aten` refuses every capsule its availability admits for device "
-                    "`cpu` (provider preference: provider reference is excluded by only aten)"),
+                    "`cpu` (provider preference: provider reference is excluded by only aten: reference.abs, "
+                    "reference.add and 43 more)"),
         (undeclared, "backend profile `undeclared` refuses every capsule its availability admits for device "
-                     "`cpu` (provider preference: provider reference is excluded by only aten); its capsule "
-                     "modules hold aten capsules for device `cpu`, but its availability does not declare "
-                     "provider aten (declared: reference, torchlean)"),
+                     "`cpu` (provider preference: provider reference is excluded by only aten: "
+                     "reference.abs, reference.add and 43 more); its capsule modules hold aten capsules for "
+                     "device `cpu`, but its availability does not declare provider aten (declared: "
+                     "reference, torchlean)"),
         (only_libtorch, "backend profile `only_libtorch` refuses every capsule its availability admits for "
-                        "device `cpu` (provider preference: provider reference is excluded by only libtorch; "
-                        "trust: trusted-external is rejected by assurance checked)"),
+                        "device `cpu` (provider preference: provider reference is excluded by only libtorch: "
+                        "reference.abs, reference.add and 43 more; trust: trusted-external is rejected by "
+                        "assurance checked: libtorch.sdpa_forward)"),
         (no_provider, "backend profile `no_provider`'s availability admits none of its capsules for device "
                       "`cpu` (declared devices: cpu; providers: none; its capsules there are of providers "
                       "reference)"),
@@ -909,7 +912,8 @@ def test_a_profile_that_can_select_nothing_is_refused_when_the_session_opens() -
         assert profile.selection_fault() == reason
         with pytest.raises(SessionError) as info, tl.session(profile):
             opened.append(profile.name)
-        assert str(info.value) == f"torch eager session: {reason}"
+        pointer = "; profile.explain(op) names each capsule of an op and why it is refused"  # review224 F2
+        assert str(info.value) == f"torch eager session: {reason}{pointer}"
     assert opened == []
     # a profile that can select for inference only (backend-vjp on cpu: no cpu capsule offers
     # one) opens: under no_grad its ops run

@@ -114,7 +114,9 @@ def validate_for_execution(profile: BackendProfile) -> None:
     else:
         reason = f"device `{device.label}` has no linked TorchLean execution runtime"
     if reason is None:  # beyond the original: a profile under which no op can be planned
-        reason = profile.selection_fault()
+        fault = profile.selection_fault()
+        if fault is not None:  # review224 F2: where each capsule's verdict is read
+            reason = f"{fault}; profile.explain(op) names each capsule of an op and why it is refused"
     if reason is not None:
         raise SessionError(f"torch eager session: {reason}")
 

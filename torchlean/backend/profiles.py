@@ -88,6 +88,14 @@ __all__ = [
 ]
 
 
+def _some(names: Sequence[str]) -> str:
+    """The first two capsule names in sorted order, then how many more: ``libtorch.sdpa_forward``,
+    ``aten.abs, aten.add and 12 more``."""
+    ordered = sorted(names)
+    more = f" and {len(ordered) - 2} more" if len(ordered) > 2 else ""
+    return ", ".join(ordered[:2]) + more
+
+
 @dataclass(frozen=True, slots=True)
 class BackendProfile:
     """A named request for kernels: policy, declared availability and capsule modules.
@@ -447,7 +455,7 @@ class BackendProfile:
         at its first use with ``no admissible kernel capsule``). Pure; the catalog's own check
         (:meth:`has_device_capsule`) comes first.
         ``backend profile `strict` refuses every capsule its availability admits for device `cpu`
-        (trust: trusted-external is rejected by assurance checked)``.
+        (trust: trusted-external is rejected by assurance checked: libtorch.sdpa_forward)``.
         """
         invalid = module_validation_error(self.capsule_modules)
         if invalid is not None:
@@ -470,13 +478,14 @@ class BackendProfile:
                 f"{_labels(dict.fromkeys(capsule.provider for capsule in on_device))})"
             )
         inference = dataclasses.replace(self.policy, vjp_mode=VJPMode.NONE)
-        reasons: dict[str, None] = {}
+        reasons: dict[str, list[str]] = {}
         for capsule in admitted:
             verdict = policy_verdict(inference, capsule)
             if verdict is None:
                 return None
-            reasons[verdict.text] = None
-        shown = list(reasons)
+            reasons.setdefault(verdict.text, []).append(capsule.name)
+        # review224 F2: each reason with the capsules it refuses
+        shown = [f"{text}: {_some(names)}" for text, names in reasons.items()]
         more = f"; and {len(shown) - 3} more" if len(shown) > 3 else ""
         return (
             f"backend profile `{self.name}` refuses every capsule its availability admits for device "
