@@ -148,12 +148,13 @@ class _Parser(argparse.ArgumentParser):
         self.words = tuple(words)
         return super().parse_known_args(words, namespace)
 
-    def _misread_option(self, message: str) -> str | None:
+    def _misread_option(self, message: str) -> tuple[str, str] | None:
         """The unknown option whose value argparse read as the positional that ``message``
-        refuses: the first word of :attr:`words` that looks like an option (``--device``, ``-d``,
-        not a negative number) this command's parser does not define (argparse also takes unique
-        prefixes of its options), followed by a word argparse reads as a positional (one that
-        does not start with ``-``, or a negative number) that ``message`` names."""
+        refuses, with that value: the first word of :attr:`words` that looks like an option
+        (``--device``, ``-d``, not a negative number) this command's parser does not define
+        (argparse also takes unique prefixes of its options), followed by a word argparse reads as
+        a positional (one that does not start with ``-``, or a negative number) that ``message``
+        names."""
         if self.commands or not re.match(r"argument [^-\s]\S*: ", message):
             return None  # the top-level parser (its words hold the command's options), or no positional
         for word, following in zip(self.words, self.words[1:], strict=False):
@@ -168,7 +169,7 @@ class _Parser(argparse.ArgumentParser):
                 and (not following.startswith("-") or negative_number(self, following))
                 and re.search(rf"(?<![\w.-]){re.escape(following)}(?![\w.-])", message)
             ):
-                return word
+                return word, following
         return None
 
     def _dash_value(self, message: str) -> bool:
@@ -225,11 +226,15 @@ class _Parser(argparse.ArgumentParser):
         )
         if before is not None:
             self.exit(2, f"error: {escaped(before)}\n")
-        unknown = self._misread_option(message)
-        if unknown is not None:
+        misread = self._misread_option(message)
+        if misread is not None:
             # argparse sets an unknown option aside and reads its value as the next positional
-            # (``select ... --device cuda relu``: "unknown op cuda"); the option is the mistake
-            message = f"unrecognized arguments: {unknown} ({self.prog} --help lists the accepted ones)"
+            # (``select ... --device cuda relu``: "unknown op cuda"); the option is the mistake,
+            # named with its value (review224 F5: ``explain --format json``)
+            unknown, value = misread
+            lacks = f"{self.prog} has no {unknown}; " if unknown == "--format" else ""
+            message = (f"unrecognized arguments: {unknown} {value} ({lacks}{self.prog} --help lists the "
+                       "accepted ones)")
         if self.commands:  # a mistyped command name: the nearest one (``; did you mean train?``)
             message = _command_words.command_refusal(message, self.commands)
         missing = re.fullmatch(r"the following arguments are required: (.*)", message)
