@@ -126,7 +126,7 @@ class Table:
     label column; else ``None``. It stays in ``names`` and ``rows``, so column indices count it.
     ``delimiter`` is the character the cells were separated by (messages name it), or
     ``"whitespace"``. ``row_names`` is whether the first cell of each data row was dropped as R's
-    row name (:meth:`row_names_told` adds it to the errors of reading the cells). ``source`` is
+    row name (:meth:`notes_told` adds it to the errors of reading the cells). ``source`` is
     the file as messages name it (:attr:`shown_file`): the path as given to :func:`read_csv`,
     ``./iris`` as typed (``file``, a ``Path``, would drop the ``./``), and :data:`STDIN` as
     ``standard input (-)``, as the command line's ``--dataset -`` reads it.
@@ -296,24 +296,30 @@ class Table:
         )
 
     @contextlib.contextmanager
-    def row_names_told(self) -> Iterator[None]:
+    def notes_told(self, label_column: object) -> Iterator[None]:
         """Add to a :class:`DataError` raised inside (reading the cells: :meth:`columns`, the
-        labels) that the first cell of each data row was dropped as R's row name, when it was
-        (:attr:`row_names`): the note would be printed after a load that succeeds, and a header
-        that is one name short, not R's, shifts the columns (the error is re-raised, its class and
-        attributes kept)."""
+        labels) the notes a load that succeeds prints after it, which explain such an error: that
+        the first cell of each data row was dropped as R's row name, when it was
+        (:attr:`row_names`: a header that is one name short, not R's, shifts the columns), and
+        that ``label_column`` was read as a column's name though it is another's index
+        (:meth:`label_note`; review216 F4: the user who meant the index gets a feature column of
+        class names refused). The error is re-raised, its class and attributes kept."""
         try:
             yield
         except DataError as error:
-            if not self.row_names:
-                raise
-            n = len(self.names)
-            error.args = (
-                f"{error} (the header has {n} cells and every data row {n + 1}, so the first cell of each "
-                "row was taken as R's row name and left out, and the header names the cells after it; if "
-                "the header lacks the first column's name, add it)",
-                *error.args[1:],
-            )
+            told = []
+            if self.row_names:
+                n = len(self.names)
+                told.append(
+                    f"the header has {n} cells and every data row {n + 1}, so the first cell of each row "
+                    "was taken as R's row name and left out, and the header names the cells after it; if "
+                    "the header lacks the first column's name, add it"
+                )
+            label_note = self.label_note(label_column)
+            if label_note:
+                told.append(f"note: {label_note}")
+            if told:
+                error.args = (f"{error} ({'; '.join(told)})", *error.args[1:])
             raise
 
     def _one_cell_more_hint(self) -> str:

@@ -486,7 +486,7 @@ def _load_csv(
             f"column {display_name(table.shown(label))} and column 0, pandas' to_csv index of row numbers, "
             "which is not a feature"
         )
-    with table.row_names_told():
+    with table.notes_told(label_column):
         x, cells = table.columns(label)
         assert cells is not None  # a label column was asked for
         y, classes, kind = _labels(

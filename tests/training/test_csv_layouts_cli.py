@@ -247,6 +247,29 @@ def test_a_label_column_number_that_names_a_column_says_so(capsys: pytest.Captur
     assert out == _predict(capsys, tmp_path / "3.npz", path)[0]
 
 
+def test_the_label_column_name_note_comes_with_the_load_error_it_explains(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """review216 F4: with class names in y, --label-column 3 (meant as y's index) read column '3'
+    as the label and refused y as a feature, and the note that '3' was read as a name was dropped
+    with the load; the refusal carries it now, and following it trains."""
+    rows = "".join(f"{a},{i % 3},{b},{'uv'[i % 2]}\n" for i, (a, b, _) in enumerate(_rows()))
+    path = _write(tmp_path, "named.csv", "a,3,b,y\n" + rows)
+    code, out, err = cli(capsys, "train", "--dataset", str(path), "--label-column", "3", *TRAIN)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: {path}: line 2, column y: not a number: 'u' (feature columns must be numbers: if y is "
+        "categorical, one-hot encode it, e.g. with pandas.get_dummies; if it is the label, pass "
+        f"--label-column y) (note: {path}: label column '3' is a column name and a column index: it was read "
+        "as the name "
+        "(column 1), not as index 3 (column y); names come first: for that index pass --label-column -1 or "
+        "--label-column y)\n"
+    )
+    with pytest.raises(data.DataError, match=r"for that index pass label_column=3 as an int \(CLI: "):
+        data.load(path, label_column="3")
+    assert _train(capsys, path, tmp_path / "y.npz", "--label-column", "-1")[1] == ""
+
+
 def test_predict_reads_the_header_as_the_run_did(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """review42 F1: predict guessed the header again, so on the training file itself a run trained
     with ``--header`` over an all-numbers header refused the header's '5' as a class (or predicted it
