@@ -935,13 +935,20 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
                    f"`reference.reduce_sum` ({shown}), which is the one for reference/cpu, op reduce_sum; ")
         with pytest.raises(RegistryError, match=re.escape(refusal)):
             fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
-    # review211 F4: a dot that NFKC leaves as it is, in place of the separator
-    for dot in ("\u00b7", "\u2027", "\u30fb", "\u2219", "\u0660", "\ua60e"):
+    # review211 F4: a dot that NFKC leaves as it is, in place of the separator; review218 F8: one
+    # NFKC folds (U+0387 to U+00B7) and a Cyrillic letter beside a fullwidth one NFKC folds to ASCII
+    # are named as written
+    for dot in ("\u00b7", "\u2027", "\u30fb", "\u2219", "\u0660", "\ua60e", "\u0387"):
         alike = f"reference{dot}reduce_sum"
         refusal = (f"capsule `{alike}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
                    f"`reference.reduce_sum` (U+{ord(dot):04X} in place of .), which is the one for ")
         with pytest.raises(RegistryError, match=re.escape(refusal)):
             fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
+    wide = "\uff52\u0435ference.reduce_sum"  # fullwidth r (NFKC: r), then a Cyrillic е
+    refusal = (f"capsule `{wide}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
+               "`reference.reduce_sum` (U+0435 in place of e), which is the one for ")
+    with pytest.raises(RegistryError, match=re.escape(refusal)):
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=wide),))])
     refusal = ("capsule `reference.reduce_sum\u0334` (aten/cpu, op reduce_sum) looks like the name of the "
                "shipped capsule `reference.reduce_sum` (U+0334 added)")  # review154 M1
     with pytest.raises(RegistryError, match=re.escape(refusal)):

@@ -188,7 +188,7 @@ def check_names(module: CapsuleModule) -> None:
     shipped = _built_in_triples_by_name()
     for capsule in module.capsules:
         shown = _shown_name(capsule.name)
-        alike, differences = _look_alike(shown, shipped)
+        alike, differences = _look_alike(shown, shipped, capsule.name)
         triples = shipped.get(alike)
         if triples is None or (capsule.op, capsule.provider, capsule.device) in triples:
             continue
@@ -224,7 +224,7 @@ _DRAWN_LATIN = str.maketrans({
 a middle dot) passes for the Latin one (review156 M1, review211 F4)."""
 
 
-def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
+def _look_alike(shown: str, shipped: Mapping[str, object], written: str = "") -> tuple[str, str]:
     """The shipped name ``shown`` is taken for (:func:`check_names`) and how it differs from it:
     ``shown`` itself and ``""`` when shipped or all ASCII; else the first shipped name that
     ``shown`` spells once decomposed with its marks dropped (an accent, a dot above: ``rélu``), its
@@ -232,7 +232,9 @@ def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
     word ``ехр``) and its other letters of another script inside a word of Latin letters read as
     the shipped name's, with the differences as ``U+0435 in place of e`` or ``U+0301 added``; else
     ``shown`` and ``""``. A word wholly in another script that does not read as Latin (``ядро``,
-    ``カーネル``) is a name of its own."""
+    ``カーネル``) is a name of its own. A difference names the character as ``written`` (the name
+    before :func:`_shown_name` folded it) has it where the two align character for character
+    (review218 F8: U+0387 GREEK ANO TELEIA was named as U+00B7, its NFKC form)."""
     if shown.isascii() or shown in shipped:
         return shown, ""
     decomposed = unicodedata.normalize("NFD", shown)
@@ -251,10 +253,24 @@ def _look_alike(shown: str, shipped: Mapping[str, object]) -> tuple[str, str]:
         pairs = [(at, ours, theirs) for at, (ours, theirs) in enumerate(zip(bare, name, strict=True))
                  if ours != theirs]
         if all(read[at] == theirs or mixed[at] for at, _, theirs in pairs) and (pairs or marks):
-            differences = [f"U+{ord(ours):04X} in place of {theirs}" for _, ours, theirs in pairs]
+            origin = _written_characters(written, bare)
+            differences = [f"U+{ord(origin[at]):04X} in place of {theirs}" for at, _, theirs in pairs]
             differences += [f"U+{ord(mark):04X} added" for mark in marks]
             return name, ", ".join(differences)
     return shown, ""
+
+
+def _written_characters(written: str, bare: str) -> str:
+    """For each character of ``bare`` (``written`` folded by :func:`_shown_name`, decomposed, its
+    marks dropped), the character of ``written`` it came from, where folding ``written`` one
+    character at a time gives ``bare`` again; else ``bare`` itself."""
+    pairs = [
+        (part, char) for char in written.strip()
+        for part in unicodedata.normalize("NFD", unicodedata.normalize("NFKC", char).casefold())
+        if unicodedata.category(part) not in ("Mn", "Me")
+    ]
+    rebuilt = "".join(part for part, _ in pairs)
+    return "".join(char for _, char in pairs) if rebuilt == bare else bare
 
 
 def _script(char: str) -> str:
