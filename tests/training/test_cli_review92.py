@@ -188,6 +188,17 @@ def test_resume_names_a_moved_label_column_mixing_numbers_and_names(
     taken = ok(capsys, "--resume", str(part), "--dataset", str(first), "--label-column", "y", "--epochs", "2")
     oracle = ok(capsys, "--resume", str(part), "--dataset", str(last), "--epochs", "2")
     assert [line for line in taken if "loss=" in line] == [line for line in oracle if "loss=" in line]
+    # review226 F1: a bad label cell in a file laid out as the run's is no moved column
+    lines = last.read_text().splitlines()
+    lines[3] = lines[3].rsplit(",", 1)[0] + ","
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n".join(lines) + "\n")
+    for extra in ((), ("--label-column", "y")):
+        code, out, err = cli(capsys, "train", "--resume", str(part), "--dataset", str(blank), "--epochs", "2",
+                             *extra)
+        assert (code, out) == (2, "")
+        assert err == (f"error: {blank}: line 4, column y: not a class label: '' (accepted: a number or a "
+                       "non-blank name)\n"), err
 
 
 def test_a_label_column_named_with_a_leading_dash_is_hinted_with_equals(

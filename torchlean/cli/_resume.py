@@ -768,8 +768,27 @@ def file_columns(args: argparse.Namespace) -> tuple[str, ...] | None:
 
 def _names_run_label(message: str, resumed: Resumed) -> bool:
     """Whether ``message`` refuses a cell of the column named as the run's label column (read
-    here as a feature: the label column moved)."""
+    here as a feature: the label column moved, or as the label, holding a bad label)."""
     return f", column {data.display_name(resumed.saved.label_column)}: " in message
+
+
+def _label_read_elsewhere(resumed: Resumed, names: Sequence[str] | None) -> bool:
+    """Whether the file's columns (``names``, its header) hold the run's label column by name, but
+    not where the run reads the label (its ``--label-column``: a name, an index, or the last
+    column): the column is read as a feature there (review226 F1: a bad label cell in a file laid
+    out as the run's was told the column had moved)."""
+    label = resumed.saved.label_column
+    if not names or label not in names:
+        return False
+    setting = resumed.training.settings.get("label_column")
+    if setting is None:
+        return names[-1] != label
+    if not isinstance(setting, str) or setting in names:  # read by that name
+        return setting != label
+    try:
+        return names[int(setting)] != label
+    except (ValueError, IndexError):
+        return False
 
 
 def _moved_label_advice(resumed: Resumed, where: str, columns: Callable[[], Sequence[str] | None]) -> str:
@@ -823,11 +842,14 @@ def data_refusal(
             f" (--resume {shown_path(resumed.path)} reads the file as the run read its data, the label in "
             f"{where}: resume with the data it was trained on, laid out as they were)"
         )
-    if _names_run_label(message, resumed):  # review221 F2: labels mixing numbers and names get no hint
+    # review221 F2: labels mixing numbers and names get no hint; the advice only where the run's
+    # label column is a feature column of these data (not a bad cell of the label itself)
+    names = columns() if _names_run_label(message, resumed) else None  # the file read again
+    if _label_read_elsewhere(resumed, names):
         column = resumed.training.settings.get("label_column")
         where = f"its --label-column {column}" if isinstance(column, str) else "the last column"
         if dict(resumed.repeated).get("--label-column") in (None, column):
-            return message + _moved_label_advice(resumed, where, columns)
+            return message + _moved_label_advice(resumed, where, lambda: names)
     comma = _delimiter.use(_delimiter.COMMA)
     if resumed.delimiter == _delimiter.COMMA or comma not in message:
         return message
