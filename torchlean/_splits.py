@@ -248,8 +248,8 @@ def split_note(y: Array, task: Task, test_fraction: float = TEST_FRACTION) -> st
 def class_coverage_note(y: Array, test_rows: Array, kind: Task, classes: tuple[str, ...]) -> str:
     """The note on a classification split of class ids ``y`` (int64, ``[n]``) whose ``test_rows``
     leave a class without a train row (its rows all tested: a rare class under a test fraction
-    above 0.5, or a class of one sample in an unstratified split), which the model then never
-    trains on while the test metric counts its rows as wrong (review222 F2/F3), or without a test
+    above 0.5, or a class of one sample in an unstratified split), of which a model trained on
+    the split has no example (review222 F2/F3), or without a test
     row (a class too rare for its share of the test rows to round to one: 2 samples in 200 rows
     with 20% tested), which the test metric does not measure (review56 F6): naming such classes
     (by ``classes``, the class names; at most five of each, then how many more) and their sample
@@ -258,20 +258,24 @@ def class_coverage_note(y: Array, test_rows: Array, kind: Task, classes: tuple[s
     if kind != "classification":
         return ""
     ids = np.asarray(y, dtype=np.int64)
-    counts = np.bincount(ids, minlength=len(classes))
-    tested = np.bincount(ids[np.asarray(test_rows, dtype=np.int64)], minlength=len(counts))
-    untrained = [i for i in range(len(counts)) if counts[i] and tested[i] == counts[i]]
-    untested = [i for i in range(len(counts)) if counts[i] and not tested[i]]
+    # counted by class present (review225 F4: np.bincount sized an array by the largest id), and
+    # test_rows used as given: indices, or a boolean mask
+    count = {int(c): int(n) for c, n in zip(*np.unique(ids, return_counts=True), strict=True)}
+    tested = {int(c): int(n) for c, n in zip(*np.unique(ids[np.asarray(test_rows)], return_counts=True),
+                                             strict=True)}
+    untrained = [c for c in count if tested.get(c, 0) == count[c]]
+    untested = [c for c in count if c not in tested]
     clauses = []
     if untrained:
-        them, their = ("them", "their") if len(untrained) > 1 else ("it", "its")
-        clauses.append(f"leaves {_classes_named(untrained, counts, classes)} without a train row, so the "
-                       f"model is not trained on {them} and the test metric counts {their} test rows as "
-                       "wrong (a smaller test fraction or more samples would train on "
-                       f"{them})")
+        them, its = ("them", "their") if len(untrained) > 1 else ("it", "its")
+        # review225 F1: a model of another split (predict --split on other data) may know the
+        # class, and an untrained one may still predict it, by chance
+        clauses.append(f"leaves {_classes_named(untrained, count, classes)} without a train row, so a model "
+                       f"trained on this split has no example of {them} ({its} test rows are right only by "
+                       f"chance; a smaller test fraction or more samples of {them} would give {them} one)")
     if untested:
         them = "them" if len(untested) > 1 else "it"
-        clauses.append(f"leaves {_classes_named(untested, counts, classes)} without a test row, so the "
+        clauses.append(f"leaves {_classes_named(untested, count, classes)} without a test row, so the "
                        f"test metric does not measure {them} (more samples would)")
     return "" if not clauses else "the train/test split " + "; it ".join(clauses)
 
@@ -280,7 +284,7 @@ _NAMED_CLASSES = 5
 """How many classes :func:`class_coverage_note` names in one clause before it counts the rest."""
 
 
-def _classes_named(ids: list[int], counts: Array, classes: tuple[str, ...]) -> str:
+def _classes_named(ids: list[int], counts: dict[int, int], classes: tuple[str, ...]) -> str:
     """``class a (2 samples)`` or ``classes a (2 samples), b (1 sample)`` for class ids ``ids``
     (the first five, then ``and N more``), named by ``classes`` (an id beyond them by number)."""
     def one(i: int) -> str:

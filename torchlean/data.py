@@ -131,9 +131,9 @@ class Dataset:
     data, not the column positions ``0,1,...``) as the header; it is empty for shipped datasets,
     when ``header`` was given otherwise, and when the first row had several non-numeric cells.
     ``split_note`` says when a classification split could not be stratified by class
-    (:func:`split_note`), and which classes the split left without a train row (the model never
-    trains on them, and the test metric counts their rows as wrong) or without a test row (the test
-    metric does not measure them), with their sample counts (:func:`class_coverage_note`), the two
+    (:func:`split_note`), and which classes the split left without a train row (a model trained on
+    it has no example of them) or without a test row (the test metric does not measure them), with
+    their sample counts (:func:`class_coverage_note`), the two
     joined by ``; ``, else is empty. ``notes`` are the other notes on how a CSV file was read, one
     line each, in this order:
     Excel's ``sep=`` first line skipped (naming the delimiter), numpy's ``savetxt`` header ``# a b y``

@@ -106,8 +106,9 @@ def test_a_split_that_cannot_be_stratified_says_why(tmp_path: Path) -> None:
         "stratified split needs 2 samples of each class and room for each class in both splits); some "
         "classes may be missing from a split; the train/test split leaves classes "
         + ", ".join(f"{c} (1 sample)" for c in untrained[:5]) + f" and {len(untrained) - 5} more without a "
-        "train row, so the model is not trained on them and the test metric counts their test rows as "
-        "wrong (a smaller test fraction or more samples would train on them); it leaves classes "
+        "train row, so a model trained on this split has no example of them (their test rows are right "
+        "only by chance; a smaller test fraction or more samples of them would give them one); it leaves "
+        "classes "
         + ", ".join(f"{c} (1 sample)" for c in untested[:5]) + f" and {len(untested) - 5} more without a "
         "test row, so the test metric does not measure them (more samples would)"
     )

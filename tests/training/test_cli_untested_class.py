@@ -55,9 +55,9 @@ def test_the_note_names_each_untested_class_with_its_count() -> None:
     assert note == ("the train/test split leaves classes c d (2 samples), e (1 sample) without a "
                     "test row, so the test metric does not measure them (more samples would)")
     assert data.class_coverage_note(y, np.array([0, 3, 6, 8]), "classification", ("a", "b", "c", "e")) == (
-        "the train/test split leaves class e (1 sample) without a train row, so the model is not trained "
-        "on it and the test metric counts its test rows as wrong (a smaller test fraction or more samples "
-        "would train on it)"  # review222 F2: its one row tested
+        "the train/test split leaves class e (1 sample) without a train row, so a model trained on this "
+        "split has no example of it (its test rows are right only by chance; a smaller test fraction or "
+        "more samples of it would give it one)"  # review222 F2: its one row tested
     )
     assert data.class_coverage_note(y, np.array([0, 3, 6]), "classification", ("a", "b", "c", "e")) == (
         "the train/test split leaves class e (1 sample) without a test row, so the test metric does not "

@@ -56,9 +56,9 @@ def test_a_class_the_stratified_split_leaves_without_a_train_row_is_named(fracti
     assert 9 not in set(y[train].tolist()) and np.count_nonzero(y[test] == 9) == 2  # the premise
     classes = tuple(f"c{i}" for i in range(10))
     assert data.class_coverage_note(y, test, "classification", classes) == (
-        "the train/test split leaves class c9 (2 samples) without a train row, so the model is not trained "
-        "on it and the test metric counts its test rows as wrong (a smaller test fraction or more samples "
-        "would train on it)"
+        "the train/test split leaves class c9 (2 samples) without a train row, so a model trained on this "
+        "split has no example of it (its test rows are right only by chance; a smaller test fraction or "
+        "more samples of it would give it one)"
     )
     assert data.class_coverage_note(y, test, "regression", classes) == ""
 
@@ -69,10 +69,10 @@ def test_both_clauses_and_the_count_beyond_five() -> None:
     classes = tuple("abcdefghi")
     assert data.class_coverage_note(y, test, "classification", classes) == (
         "the train/test split leaves classes b (1 sample), c (1 sample), d (1 sample), e (1 sample), "
-        "f (1 sample) and 1 more without a train row, so the model is not trained on them and the test "
-        "metric counts their test rows as wrong (a smaller test fraction or more samples would train on "
-        "them); it leaves classes a (2 samples), h (1 sample), i (1 sample) without a test row, so the "
-        "test metric does not measure them (more samples would)"
+        "f (1 sample) and 1 more without a train row, so a model trained on this split has no example of "
+        "them (their test rows are right only by chance; a smaller test fraction or more samples of them "
+        "would give them one); it leaves classes a (2 samples), h (1 sample), i (1 sample) without a test "
+        "row, so the test metric does not measure them (more samples would)"
     )
 
 
@@ -86,9 +86,9 @@ def _csv(path: Path, labels: list[str]) -> Path:
 def test_train_and_predict_say_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     labels = [f"c{c}" for c in range(9) for _ in range(20)] + ["c9", "c9"]
     path, model = _csv(tmp_path / "rare.csv", labels), tmp_path / "m.npz"
-    note = ("note: the train/test split leaves class c9 (2 samples) without a train row, so the model is "
-            "not trained on it and the test metric counts its test rows as wrong (a smaller test fraction "
-            "or more samples would train on it)\n")
+    note = ("note: the train/test split leaves class c9 (2 samples) without a train row, so a model "
+            "trained on this split has no example of it (its test rows are right only by chance; a smaller "
+            "test fraction or more samples of it would give it one)\n")
     code, _, err = cli(capsys, "train", "--dataset", str(path), "--test-fraction", "0.6", "--epochs", "1",
                        "--hidden", "4", "--save", str(model))
     assert (code, err) == (0, note)
@@ -105,8 +105,8 @@ def test_an_unstratified_split_names_the_class_it_did_not_train_on(tmp_path: Pat
         "the train/test split is not stratified by class: 1 of 3 classes has fewer than 2 samples (a "
         "stratified split needs 2 samples of each class and room for each class in both splits); some "
         "classes may be missing from a split; the train/test split leaves class C (1 sample) without a "
-        "train row, so the model is not trained on it and the test metric counts its test rows as wrong "
-        "(a smaller test fraction or more samples would train on it)"
+        "train row, so a model trained on this split has no example of it (its test rows are right only "
+        "by chance; a smaller test fraction or more samples of it would give it one)"
     )
 
 
@@ -130,3 +130,20 @@ def test_predict_split_on_data_lacking_a_class_takes_the_stratified_rows(
     _, oracle_test = train_test_split(np.arange(len(kept)), test_size=0.2, random_state=0,
                                       stratify=np.array(kept))
     assert sorted(rows.tolist()) == sorted(oracle_test.tolist())  # the CSV lists them in data order
+
+
+def test_the_note_takes_a_boolean_mask_and_large_class_ids() -> None:
+    """review225 F4: test rows given as a boolean mask were read as the indices 0 and 1, and class
+    ids were counted by np.bincount, sized by the largest id."""
+    y = np.array([0, 0, 1, 1, 2])
+    mask = np.array([False, True, False, False, True])  # tests a 0 and the one 2
+    classes = ("a", "b", "c")
+    expected = ("the train/test split leaves class c (1 sample) without a train row, so a model trained on "
+                "this split has no example of it (its test rows are right only by chance; a smaller test "
+                "fraction or more samples of it would give it one); it leaves class b (2 samples) without a "
+                "test row, so the test metric does not measure it (more samples would)")
+    assert data.class_coverage_note(y, mask, "classification", classes) == expected
+    assert data.class_coverage_note(y, np.flatnonzero(mask), "classification", classes) == expected
+    big = np.array([10**15, 10**15, 2 * 10**15])
+    assert data.class_coverage_note(big, np.array([2]), "classification", ()).startswith(
+        "the train/test split leaves class 2000000000000000 (1 sample) without a train row")
