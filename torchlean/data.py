@@ -5,7 +5,7 @@ seeded train/test split (scikit-learn ``train_test_split``; stratified by class 
 whenever every class has at least two samples and both splits can hold every class) and features
 standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``;
 a zero-variance feature gets scale 1, so it becomes 0 instead of NaN, as does one whose variance
-is within rounding error of 0 for its mean, by scikit-learn's near-constant test). With ``val_fraction=F``
+scikit-learn's near-constant test takes as 0 for the size of its mean). With ``val_fraction=F``
 a validation part is held out of the train split (:func:`validation_rows`: ``train_test_split`` of
 the train split's rows with the same seed, stratified by class for classification) and the
 statistics are fitted on the rest of the train split only, the part trained on, so that nothing
@@ -171,9 +171,10 @@ class Dataset:
     of their mean (scikit-learn's mean of a constant column of large values, 12345678901.234567,
     is a few ulps off it, so they standardise to about -3e-5: review91 F4); ``""`` when none
     is. For a CSV file it is one of ``notes`` too (shipped datasets have such columns: digits'
-    blank pixels). It names too, in a clause of its own with their deviations, the feature columns
-    whose deviation is not 0 but which ``StandardScaler`` scales with 1 all the same, as varying by
-    rounding error only for their mean's magnitude (review222 F4).
+    blank pixels). It names too, in a clause of its own with their deviations and the bound of
+    their standardised values, the feature columns whose deviation is not 0 but which
+    ``StandardScaler`` scales with 1 all the same, its near-constant test taking their variance as
+    0 for the size of their mean (review222 F4, review225 F2).
 
     A CSV file's read settings as resolved: ``has_header`` (whether its first row was read as the
     header, given or guessed) and ``delimiter`` (the cells' separator, ``","``, ``"\\t"``, ...,
@@ -631,7 +632,7 @@ def _split(
         "scikit-learn's StandardScaler scales a zero-variance column)"
     )
     constant_note = "; ".join(note for note in (
-        constant_note, _rounding_note(source, columns, mean, std, scale)) if note)
+        constant_note, _rounding_note(source, columns, x_train, mean, std, scale)) if note)
     return Dataset(
         name=name,
         task=kind,
@@ -701,25 +702,33 @@ def _check_statistics(
     )
 
 
-def _rounding_note(source: str, columns: Sequence[str], mean: Array, std: Array, scale: Array) -> str:
+def _rounding_note(
+    source: str, columns: Sequence[str], train: Array, mean: Array, std: Array, scale: Array
+) -> str:
     """The note on the feature columns whose train-split deviation ``std`` is not 0 but which
     scikit-learn's ``StandardScaler`` scales with 1 (``scale``) all the same: its near-constant test
-    takes a variance within rounding error of the mean's magnitude as 0 (``0.3`` and
-    ``0.30000000000000004``; review222 F4: such a column was scaled with 1 without a word), so the
-    column standardises to about 0; ``""`` when there is none."""
+    takes a variance below about ``(n * mean * eps)**2`` as 0, for ``n`` rows (``0.3`` and
+    ``0.30000000000000004``; review222 F4: such a column was scaled with 1 without a word), which
+    also catches real spreads about a large mean (nanosecond timestamps: review225 F2); the note
+    gives each column's deviation, mean and the largest ``|x - mean|`` of the rows ``train`` (its
+    standardised values' bound, far from a standardised column's ±1 for such a spread); ``""``
+    when there is none."""
     rounded = [int(j) for j in np.flatnonzero((scale == 1.0) & (std != 1.0) & (std != 0.0))]
     if not rounded:
         return ""
     several = len(rounded) > 1
-    them, they = ("them", "they") if several else ("it", "it")
-    named = ", ".join(f"{display_name(columns[j])} (standard deviation {std[j]:.3g} about a mean of "
-                      f"{mean[j]:.6g})" for j in rounded)
+    them, their = ("them", "their") if several else ("it", "its")
+    named = ", ".join(
+        f"{display_name(columns[j])} (standard deviation {std[j]:.3g} about a mean of {mean[j]:.6g}: "
+        f"standardised to within ±{float(np.max(np.abs(train[:, j] - mean[j]))):.3g})" for j in rounded
+    )
     return (
-        f"{source}: column{'s' if several else ''} {named} {'vary' if several else 'varies'} by rounding "
-        f"error only in the rows trained on, so scikit-learn's StandardScaler scales {them} with scale 1, "
-        f"as a constant column, and {they} "
-        f"standardise{'' if several else 's'} to about 0 (subtract {'their' if several else 'its'} mean "
-        "in the file first if those differences carry information)"
+        f"{source}: column{'s' if several else ''} {named} {'vary' if several else 'varies'} so little "
+        f"for the size of {their} mean in the rows trained on that scikit-learn's StandardScaler takes "
+        f"{them} as constant (its test: a variance below about (rows * mean * 2.2e-16)**2) and scales "
+        f"{them} with scale 1, so standardising only subtracts the mean (if those differences carry "
+        f"information, subtract {their} mean in the file first: the column is then standardised as any "
+        "other)"
     )
 
 

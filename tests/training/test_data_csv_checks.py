@@ -555,13 +555,23 @@ def test_a_column_varying_by_rounding_error_only_is_noted(tmp_path: Path) -> Non
     std = math.sqrt(scaler.var_[0])  # as scikit-learn computes it (np.std's differs in the last bits)
     assert std != 0.0 and np.std(raw[train, 0]) != 0.0 and scaler.scale_[0] == 1.0  # the premise
     assert loaded.feature_scale[0] == 1.0
+    bound = float(np.max(np.abs(raw[train, 0] - scaler.mean_[0])))
     assert loaded.constant_note == (
-        f"{path}: column ratio (standard deviation {std:.3g} about a mean of 0.3) varies by rounding error "
-        "only in the rows trained on, so scikit-learn's StandardScaler scales it with scale 1, as a constant "
-        "column, and it standardises to about 0 (subtract its mean in the file first if those differences "
-        "carry information)"
+        f"{path}: column ratio (standard deviation {std:.3g} about a mean of 0.3: standardised to within "
+        f"±{bound:.3g}) varies so little for the size of its mean in the rows trained on that scikit-learn's "
+        "StandardScaler takes it as constant (its test: a variance below about (rows * mean * 2.2e-16)**2) "
+        "and scales it with scale 1, so standardising only subtracts the mean (if those differences carry "
+        "information, subtract its mean in the file first: the column is then standardised as any other)"
     )
+    assert np.max(np.abs(loaded.x_train[:, 0])) == bound
     assert loaded.constant_note in loaded.notes
+    # review225 F2: a real spread about a large mean (nanosecond timestamps) is caught by the same
+    # test; the note gives the bound of its standardised values, far from ±1
+    base = 1_700_000_000_000_000_000
+    stamps = "".join(f"{base + 1000 * ((7 * i) % 500 - 250)},{i % 2}\n" for i in range(1000))
+    timed = data.load(_write(tmp_path, "t,y\n" + stamps, "stamps.csv"), dtype=np.float64)
+    assert timed.feature_scale[0] == 1.0 and np.max(np.abs(timed.x_train[:, 0])) > 1e5
+    assert "standardised to within ±2.5e+05) varies so little" in timed.constant_note, timed.constant_note
     # a column whose deviation is exactly 1 has scale 1 too, and is no such column
     ones = _write(tmp_path, "a,y\n" + "".join(f"{(-1) ** i},{i % 2}\n" for i in range(40)), "ones.csv")
     assert data.load(ones).constant_note == ""
