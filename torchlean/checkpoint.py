@@ -1079,7 +1079,7 @@ def _check_path(path: object) -> None:
         raise CheckpointError("a checkpoint path must name a file, got ''")
 
 
-def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str | None:
+def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
     """Write ``checkpoint`` to ``path`` (exactly that name: no ``.npz`` is appended) as an
     uncompressed numpy ``.npz`` archive with the entries of the module docstring. The parent
     folder must exist; an existing file is replaced only once the new one is completely written
@@ -1090,8 +1090,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str | None:
     Returns:
         The SHA-256 (hex, what ``sha256sum PATH`` prints) of the bytes written, read back before
         they replace ``path`` (so it is of this save even if another process replaces the file
-        at once; ``torchlean train --report-json`` records it as ``checkpoint_sha256``); ``None``
-        when ``path`` is a stream's link written in place (``/dev/stdout``).
+        at once; ``torchlean train --report-json`` records it as ``checkpoint_sha256``). A link
+        is followed to the file it names, which is replaced (``/dev/stdout`` redirected to a file:
+        that file).
 
     Raises:
         CheckpointError: ``checkpoint`` is not a :class:`Checkpoint`, ``path`` is not a ``str`` or
@@ -1201,9 +1202,11 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str | None:
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
     # existing checkpoint whole
     try:
-        return replace_file(file, lambda handle: np.savez(handle, **arrays))
+        digest = replace_file(file, lambda handle: np.savez(handle, **arrays))
     except OSError as error:
         raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
+    assert digest is not None, "a real path is replaced, never written in place"  # streams: refused above
+    return digest
 
 
 # The metadata fields of each format version, in the order ``save`` writes them (``training``

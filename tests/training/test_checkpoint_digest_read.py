@@ -113,9 +113,15 @@ def test_a_fifo_given_as_the_checkpoint_is_refused_without_waiting_for_a_writer(
 
 
 def test_save_returns_the_digest_of_the_file_it_wrote(two, tmp_path):
-    """review210 F6: ``checkpoint.save`` digests the bytes it renames into place."""
+    """review210 F6: ``checkpoint.save`` digests the bytes it renames into place; through a link
+    (``/dev/stdout`` redirected to a file is one: review225 F3), of the file it names."""
     path = tmp_path / "copy.npz"
     assert checkpoint.save(path, checkpoint.load(two[0])) == _sha256(path)
+    link = tmp_path / "link.npz"
+    link.symlink_to(path)
+    before = _sha256(path)
+    digest = checkpoint.save(link, checkpoint.load(two[1]))
+    assert link.is_symlink() and digest == _sha256(path) != before
 
 
 def test_train_records_the_digest_of_what_it_saved_not_of_a_later_file(two, tmp_path, capsys, monkeypatch):

@@ -1363,7 +1363,7 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, stop: _resume.Stop) -> 
         ))
         stop.mark_saved(args.save)
         record["checkpoint"] = str(args.save)
-        record["checkpoint_sha256"] = saved_sha256  # of the bytes written (review210 F6), None for a stream
+        record["checkpoint_sha256"] = saved_sha256  # of the bytes written (review210 F6)
         record["weights_sha256"] = provenance.weights_sha256(weights)  # review159 F6: equal for equal bits
     record["seconds"] = time.perf_counter() - started
     record["capsules_order"] = RECORD_ORDERS[execution]
