@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean.backend.errors import GuardError
-from torchlean.backend.fields import describe
 from torchlean.backend.providers.reference import kernels, spatial
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node, require_graph
@@ -337,10 +336,12 @@ def _eval_layer(node: Node, x: Array, payloads: Payloads) -> Array:
 def _check_inputs(graph: Graph, inputs: object) -> None:
     """Refuse ``inputs`` that is not a mapping, or has keys that are not input node ids."""
     ids = graph.input_ids()
-    if not isinstance(inputs, Mapping):
+    if not isinstance(inputs, Mapping):  # review225 F6: by type (and shape), not an array's repr
+        got = (f"an array of shape {render_shape(inputs.shape)} (pass {{{ids[0]}: array}})"
+               if isinstance(inputs, np.ndarray) and ids else type(inputs).__name__)
         raise IRError(
             f"IR eval: inputs must be a mapping from input node id to array (input ids: "
-            f"{render_shape(ids)}), got {describe(inputs)}"
+            f"{render_shape(ids)}), got {got}"
         )
     stray = stray_keys(inputs, ids)
     if stray:
