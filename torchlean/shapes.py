@@ -47,8 +47,8 @@ else:  # what typing.get_type_hints (beartype, Sphinx) resolves at run time, wit
 """What :func:`check_dims` accepts as the actual shape: a tuple, list or range of ints (Python or
 numpy ints), such as an array's ``.shape``, or a 1-d integer numpy array or torch tensor. At run
 time any other re-iterable, ordered collection of ints (a dict's ``.values()``, an ``array.array``)
-is accepted too, which the annotation leaves out; binary data (``bytes``, ``bytearray``,
-``memoryview``) is refused, which the annotation lets through as a sequence of ints."""
+is accepted too, which the annotation leaves out; binary data (``bytes``, ``bytearray``, a
+``memoryview`` of bytes) is refused, which the annotation lets through as a sequence of ints."""
 
 Dims = TypeVarTuple("Dims")
 
@@ -176,22 +176,25 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
     """
     # a tuple, list or range, or a 1-d integer array (numpy's, without importing numpy here); not
     # a mapping (its keys), a set (hash order) or a one-shot iterator (consumed by the check)
+    accepted = ("(accepted: a tuple, list, range or 1-d integer numpy array or torch tensor, such as an "
+                "array's .shape)")
+    # review217 F5: binary data alike, however held (a memoryview of bytes; review225 F7: one of
+    # an int array is that array's ints)
+    if isinstance(actual, bytes | bytearray | memoryview) and (
+        not isinstance(actual, memoryview) or actual.format in ("B", "b", "c")
+    ):
+        raise ShapeSpecError(f"{what}: actual shape {bytes(actual)!r} ({type(actual).__name__}) is binary "
+                             f"data, not a shape {accepted}")
     one_axis = getattr(actual, "ndim", 1) == 1
     unordered_or_once = isinstance(actual, Mapping | Set | Iterator)
-    if (
-        isinstance(actual, Iterable)
-        and not isinstance(actual, str | bytes | bytearray | memoryview)  # review217 F5: bytes alike
-        and not unordered_or_once
-        and one_axis
-    ):
+    if isinstance(actual, Iterable) and not isinstance(actual, str) and not unordered_or_once and one_axis:
         items = list(actual)
         dims = [_integer(d) for d in items]
         if all(d is not None and d >= 0 for d in dims):
             return tuple(d for d in dims if d is not None)
     raise ShapeSpecError(
         f"{what}: actual shape {actual!r} ({type(actual).__name__}) is not a sequence of non-negative "
-        "ints (accepted: a tuple, list, range or 1-d integer numpy array or torch tensor, such as an "
-        "array's .shape)"
+        f"ints {accepted}"
     )
 
 
