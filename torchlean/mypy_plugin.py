@@ -702,7 +702,10 @@ def _raw_dimension(
         fail(_render_dimension(arg))
         return None
     if isinstance(arg, UnionType) and any(isinstance(item, RawExpressionType) for item in arg.items):
-        fail(_written(arg))  # review217 F4: ``3 | 4`` as written, not its analysis (``Any | Any``)
+        # review217 F4: ``3 | 4`` as written, not its analysis (``Any | Any``); a string item quoted,
+        # as ``Shape["a"]`` shows it (review225 F8)
+        fail(" | ".join(_render_dimension(item) if _is_literal_text(item) else _written(item)
+                        for item in arg.items))
         return None
     inner = _unpacked(arg, api)
     if isinstance(inner, UnboundType) and inner.name.rpartition(".")[2] in ("tuple", "Tuple"):
@@ -756,6 +759,14 @@ def _shape_hook(ctx: AnalyzeTypeContext) -> Type:
         if bad:
             return AnyType(TypeOfAny.from_error)
     return result
+
+
+def _is_literal_text(typ: Type) -> bool:
+    """Whether ``typ`` is a bare literal written in a type (``3``, ``"a"``), as
+    :func:`_render_dimension` shows it."""
+    return isinstance(typ, RawExpressionType) or (
+        isinstance(typ, UnboundType) and typ.original_str_expr is not None
+    )
 
 
 def _written(typ: Type) -> str:

@@ -43,6 +43,7 @@ bad_literal: Shape[Literal[-2]]  # E: Invalid Shape dimension Literal[-2]: expec
 bad_enum: Shape[Literal[Color.RED]]  # E: Invalid Shape dimension Literal[Color.RED]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_union: Shape[Literal[3, 4]]  # E: Invalid Shape dimension Literal[3, 4]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_or: Shape[3 | 4]  # E: Invalid Shape dimension 3 | 4: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
+bad_or_text: Shape[3 | "a"]  # E: Invalid Shape dimension 3 | "a": expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_unpacked: Shape[*tuple[Literal[3]]]  # E: Invalid Shape dimension *tuple[...]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_spelled: Shape[Unpack[tuple[Literal[3]]]]  # E: Invalid Shape dimension Unpack[tuple[...]]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
 bad_extensions: Shape[2, typing_extensions.Unpack[tuple[Literal[3]]]]  # E: Invalid Shape dimension typing_extensions.Unpack[tuple[...]]: expected a non-negative int literal (Shape[4]), Literal[4], Any, a TypeVar or *Ts  [torchlean-shape]
