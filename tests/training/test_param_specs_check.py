@@ -61,3 +61,25 @@ def test_a_tuple_or_list_of_specs_builds(returned: Any) -> None:
     model = nn.build(nn.sequential(nn.linear(2, 2), _layer(returned)), input_shape=(2,))
     assert [spec.name for spec in model.specs] == ["0.weight", "0.bias", "1.g"]
     np.testing.assert_array_equal(model.parameters[-1], np.ones(2, np.float32))
+
+
+def test_param_specs_as_a_class_attribute_is_named() -> None:
+    """review226 F3: ``param_specs = (...)`` on the class gave ``'tuple' object is not callable``."""
+
+    @dataclass(frozen=True)
+    class Held(Layer):
+        kind = "held"
+        param_specs = (ParamSpec("g", (2,), "ones"),)  # type: ignore[assignment]
+
+        def output_shape(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+            return input_shape
+
+        def forward(self, ops: Any, params: Any, x: Any, *, training: bool) -> Any:
+            return ops.mul(x, params[0])
+
+    for layer in (Held(), nn.sequential(nn.linear(2, 2), Held())):
+        with pytest.raises(ShapeError) as info:
+            nn.build(layer, input_shape=(2,))
+        assert str(info.value).startswith("Held.param_specs must be a method returning a tuple of ParamSpec, "
+                                          "got (ParamSpec(name='g'")
+        assert str(info.value).endswith("(tuple): write def param_specs(self): return (...)")

@@ -287,7 +287,13 @@ def specs_of(layer: Layer) -> tuple[ParamSpec, ...]:
     Raises:
         ShapeError: naming the layer's class, what it returned and what is accepted.
     """
-    specs = layer.param_specs()
+    method = layer.param_specs
+    if not callable(method):  # a class attribute holding the specs (review226 F3)
+        raise ShapeError(
+            f"{type(layer).__name__}.param_specs must be a method returning a tuple of ParamSpec, got "
+            f"{method!r} ({type(method).__name__}): write def param_specs(self): return (...)"
+        )
+    specs = method()
     if isinstance(specs, tuple | list) and all(isinstance(spec, ParamSpec) for spec in specs):
         return tuple(specs)
     if isinstance(specs, tuple | list):

@@ -604,7 +604,8 @@ def build(
             (:meth:`~torchlean.nn.layers.Layer.dtype_fault`: a normalisation ``eps`` of ``1e39``
             in float32, or a batch norm ``eps`` of ``1e-50``, which rounds to 0 there); a layer
             whose ``output_shape`` is not a tuple of ints >= 0, or whose ``param_specs`` repeat a
-            name (review173 F6, F8).
+            name (review173 F6, F8), or is not a method returning a tuple (or list) of
+            :class:`~torchlean.nn.layers.ParamSpec` (:func:`~torchlean.nn.layers.specs_of`).
     """
     if not isinstance(layer, Layer):
         raise ShapeError("build: " + not_a_layer(layer))
