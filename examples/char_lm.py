@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+import torchlean
 from torchlean import nn, optim, profiles
 from torchlean.backend import report
 from torchlean.backend.errors import TorchLeanError
@@ -146,10 +147,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="eager, or typed-graph: the model and loss planned and accepted as one graph "
                         "before any kernel runs, with the same bits (default: eager)")
     args = parser.parse_args(argv)
-    try:
-        trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
-    except TorchLeanError as error:  # an unknown profile, or one this machine cannot run (CUDA)
+    try:  # an unknown profile, or one this machine cannot run (CUDA), before any training
+        with torchlean.session(profiles.get(args.profile)):
+            pass
+    except TorchLeanError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
     for first, last, loss in losses:
         print(f"steps {first:>4}-{last:<4} loss={loss:.4f}")
     print(f"uniform guess: loss={math.log(len(alphabet)):.4f} ({len(alphabet)} characters)")
