@@ -803,18 +803,21 @@ def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("label_column", [None, "2"])  # by name ("y") the moved file reads, and hashes, alike
+@pytest.mark.parametrize("names", [("cat", "dog"), ("9", "cat")])
 def test_a_resumed_run_on_data_laid_out_otherwise_is_not_told_to_pass_label_column(
-    capsys, tmp_path, label_column
+    capsys, tmp_path, label_column, names
 ):
     """review43 F4: under --resume the fresh-run hint "if it is the label, pass --label-column y" led to a
-    second refusal (--label-column is the run's setting); the message names what the run read."""
-    rows = [f"{i % 7 / 2},{i % 5},{'cat' if i % 2 else 'dog'}" for i in range(40)]
+    second refusal (--label-column is the run's setting); the message names what the run read.
+    review221 F2: labels mixing numbers and names (a --task classification run) got no advice at all."""
+    rows = [f"{i % 7 / 2},{i % 5},{names[i % 2]}" for i in range(40)]
     data_csv, moved = tmp_path / "data.csv", tmp_path / "moved.csv"
     data_csv.write_text("a,b,y\n" + "\n".join(rows) + "\n")
     moved.write_text("y,a,b\n" + "\n".join(",".join([r.split(",")[2], *r.split(",")[:2]]) for r in rows)
                      + "\n")
     ckpt = tmp_path / "run.npz"
     given = () if label_column is None else ("--label-column", label_column)
+    given += ("--task", "classification") if names[0] == "9" else ()  # mixed labels are no task's guess
     ok(capsys, "--dataset", str(data_csv), *given, "--hidden", "8", "--epochs", "1", "--save", str(ckpt))
     where = "the last column" if label_column is None else f"its --label-column {label_column}"
     message = refused(capsys, "--resume", str(ckpt), "--dataset", str(moved), "--epochs", "2")
