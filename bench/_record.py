@@ -22,18 +22,25 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
-from torchlean.backend.errors import TorchLeanError
-from torchlean.backend.vocabulary import did_you_mean
-from torchlean.cli._args import int_at_least
-from torchlean.cli._output import check_writable, file_path
-from torchlean.cli._threads import MAX_TORCH_THREADS, torch_threads
+ROOT = Path(__file__).resolve().parents[1]
+"""This checkout, put first on ``sys.path`` (after ``bench/``) before torchlean is imported, so
+that a script measures the checkout it belongs to, installed or not, as ``gpu_check.py`` does
+(review227 F6: without an install the scripts stopped with a traceback, and with one elsewhere
+they measured that one)."""
+if str(ROOT) not in sys.path:
+    sys.path.insert(1, str(ROOT))
+
+from torchlean.backend.errors import TorchLeanError  # noqa: E402  (after ROOT is on sys.path)
+from torchlean.backend.vocabulary import did_you_mean  # noqa: E402
+from torchlean.cli._args import int_at_least  # noqa: E402
+from torchlean.cli._output import check_writable, file_path  # noqa: E402
+from torchlean.cli._threads import MAX_TORCH_THREADS, torch_threads  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -51,7 +58,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     """The common command line: ``--quick``, ``--out DIR``, ``--threads N`` and the hidden
     ``--smoke`` (tiny sizes, for ``tests/bench``; its numbers mean nothing)."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (all scripts < 5 min)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repeats or steps, and in some scripts fewer sizes (all scripts < 5 min)")
     p.add_argument("--out", type=out_dir, default=DEFAULT_OUT,
                    help=f"output directory (default {DEFAULT_OUT})")
     p.add_argument("--threads", type=torch_threads, default=1,
@@ -151,17 +159,37 @@ def _cpu_model() -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of python, numpy, torch and torchlean."""
-    try:
-        torchlean_version = metadata.version("torchlean")
-    except metadata.PackageNotFoundError:
-        torchlean_version = "not installed"
+    """Versions of python, numpy, torch and torchlean (the imported module's ``__version__``, not
+    an installed distribution's: review227 F6)."""
+    import torchlean
+
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "torch": torch.__version__,
-        "torchlean": torchlean_version,
+        "torchlean": torchlean.__version__,
     }
+
+
+def worst(values: Iterable[float]) -> float:
+    """The largest of ``values`` (differences from a reference), NaN when any of them is NaN: a
+    NaN result disagrees, where Python's ``max`` keeps an earlier number (``max(0.0, nan)`` is 0.0;
+    review227 F1: a kernel returning NaN read "agrees")."""
+    listed = [float(value) for value in values]
+    if any(value != value for value in listed):
+        return float("nan")
+    return max(listed, default=0.0)
+
+
+def child_environment() -> dict[str, str]:
+    """The environment of a child Python a script measures in (``python -c``, whose ``sys.path``
+    starts at the working directory): ``PYTHONPATH`` led by the folder torchlean was imported
+    from here, so the child imports the library the record names (review227 F2)."""
+    import torchlean
+
+    imported = str(Path(torchlean.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, (imported, os.environ.get("PYTHONPATH"))))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def summary(samples: Sequence[float]) -> dict[str, float | int]:
@@ -391,7 +419,8 @@ def commit() -> dict[str, Any]:
 
     root = Path(__file__).resolve().parents[1]
     library = Path(torchlean.__file__).resolve().parent
-    where = {"torchlean": str(library), "measured_here": library.is_relative_to(root)}
+    # the checkout's own package only (review227 F5: a copy in an ignored .venv under it counted)
+    where = {"torchlean": str(library), "measured_here": library == root / "torchlean"}
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=30, check=True).stdout.strip()

@@ -125,8 +125,9 @@ def measure(path: Path, reader: str) -> dict[str, Any]:
     if not Path("/proc/self/status").is_file():
         raise SystemExit("bench/csv_load.py measures memory from /proc/self/status, which this "
                          f"system ({sys.platform}) does not have; run it on Linux")
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), reader], capture_output=True, text=True, check=False
+    done = subprocess.run(  # the child imports the torchlean the record names (review227 F2)
+        [sys.executable, "-c", _CHILD, str(path), reader], capture_output=True, text=True, check=False,
+        env=_record.child_environment(),
     )
     if done.returncode != 0:
         raise SystemExit(f"the {reader} read of {path} failed:\n{done.stderr}")

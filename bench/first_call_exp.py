@@ -64,7 +64,8 @@ def one_run(mode: str, threads: int, op: str, dtype: str) -> dict[str, float] | 
     that failed wrote (its exit status when it wrote nothing)."""
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, mode, str(threads), op, dtype],
-                              capture_output=True, text=True, timeout=300, check=False)
+                              capture_output=True, text=True, timeout=300, check=False,
+                              env=_record.child_environment())  # the torchlean recorded (review227 F2)
     except subprocess.TimeoutExpired:
         return "timed out after 300 s"
     if done.returncode != 0:

@@ -10,8 +10,11 @@ cotangent, timed so that a change to the reference contractions shows in its bac
 (review84: a blocked fold made it 10x slower and nothing timed it). Each time is the median of
 repeated calls after one untimed call, on
 ``--threads`` threads (torch and BLAS alike). The record gives the ratio of the reference median
-to each BLAS median and the largest difference of the reference result from numpy's relative to
-the largest |entry| (a sanity check that the same product was computed; not an accuracy claim).
+to each BLAS median and a check that the same products were computed (not an accuracy claim):
+the largest difference of the reference result, and of its VJP's two cotangents, from numpy's
+(``g @ b.T``, ``a.T @ g``), relative to the largest |entry|, within ``TOLERANCE`` per dtype (a
+fold and BLAS round differently); a case off it has its table row say so, and the script exits
+with ``_record.DISAGREES`` after writing its record (review227 F4: nothing read the difference).
 
 Usage: ``python3 bench/reduction.py [--quick] [--out DIR] [--threads N]``.
 """
@@ -38,6 +41,11 @@ DTYPES = ("float32", "float64")
 
 Array = npt.NDArray[Any]
 
+TOLERANCE = {"float32": 1e-4, "float64": 1e-12}
+"""The largest relative difference from numpy's products the check accepts (a fold over up to 512
+terms against BLAS's order: seen about 1e-6 in float32, 1e-15 in float64); a wrong product is far
+off."""
+
 
 def operands(n: int, dtype: str) -> tuple[Array, Array]:
     rng = np.random.default_rng(0)
@@ -56,16 +64,28 @@ def measure(n: int, dtype: str, repeats: int) -> dict[str, Any]:
         "torch": lambda: torch.matmul(ta, tb),
     }
     times = {name: _record.summary(_record.time_calls(call, repeats)) for name, call in calls.items()}
-    reference = kernels.matmul(a, b)
-    blas = a @ b
+    da, db = kernels.matmul_vjp(g, a, b, out=out)
+    pairs = ((kernels.matmul(a, b), a @ b), (da, g @ b.T), (db, a.T @ g))
+    difference = _record.worst(_relative(got, want) for got, want in pairs)  # a NaN disagrees
     return {
         "n": n,
         "dtype": dtype,
         "seconds": times,
         "ratio_to_numpy": times["reference"]["median"] / times["numpy"]["median"],
         "ratio_to_torch": times["reference"]["median"] / times["torch"]["median"],
-        "max_rel_difference_to_numpy": float(np.max(np.abs(reference - blas)) / np.max(np.abs(blas))),
+        "max_rel_difference_to_numpy": difference,
+        "tolerance": TOLERANCE[dtype],
+        "agrees": bool(difference <= TOLERANCE[dtype]),
     }
+
+
+def _relative(got: Array | None, want: Array) -> float:
+    """``max|got - want| / max|want|`` in float64; NaN for a missing result."""
+    if got is None:
+        return float("nan")
+    scale = float(np.max(np.abs(want.astype(np.float64))))
+    difference = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+    return difference / scale if scale > 0 else difference
 
 
 def markdown(rows: list[dict[str, Any]], threads: int) -> str:
@@ -75,12 +95,14 @@ def markdown(rows: list[dict[str, Any]], threads: int) -> str:
          f"{r['seconds']['reference_vjp']['median'] * 1e3:.3f}",
          f"{r['seconds']['numpy']['median'] * 1e3:.4f}",
          f"{r['seconds']['torch']['median'] * 1e3:.4f}",
-         f"{r['ratio_to_numpy']:.0f}x", f"{r['ratio_to_torch']:.0f}x")
+         f"{r['ratio_to_numpy']:.0f}x", f"{r['ratio_to_torch']:.0f}x",
+         f"{r['max_rel_difference_to_numpy']:.1e} " + ("agrees" if r["agrees"] else "DISAGREES"))
         for r in rows
     ]
     return (f"### reduction: fixed-left reference matmul vs BLAS, n x n ({threads} thread(s); ms, median)\n\n"
             + _record.table(("dtype", "n", "reference ms", "reference VJP ms", "numpy @ ms",
-                             "torch.matmul ms", "ref / numpy", "ref / torch"), body))
+                             "torch.matmul ms", "ref / numpy", "ref / torch", "product and VJP vs numpy"),
+                            body))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     })
     _record.write(args.out, record, markdown(rows, args.threads))
-    return 0
+    return 0 if all(row["agrees"] for row in rows) else _record.DISAGREES
 
 
 if __name__ == "__main__":

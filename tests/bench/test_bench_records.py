@@ -454,7 +454,42 @@ def test_the_commit_says_where_the_measured_torchlean_was_imported_from(bench_sc
 
     record = bench_script("_record").commit()
     assert record["torchlean"] == str(Path(torchlean.__file__).resolve().parent)
-    assert record["measured_here"] is Path(torchlean.__file__).resolve().is_relative_to(ROOT)
+    # review227 F5: the checkout's own package only, not a copy elsewhere under it (an ignored .venv)
+    assert record["measured_here"] is (Path(torchlean.__file__).resolve().parent == ROOT / "torchlean")
+
+
+def test_a_nan_difference_disagrees(bench_script: Loader) -> None:
+    """review227 F1: Python's max kept an earlier number beside a NaN, so a kernel returning NaN
+    read "agrees" in train_step's and attention's checks."""
+    _record = bench_script("_record")
+    nan = float("nan")
+    for values in ([0.0, nan], [nan, 0.0], [1e-9, 2e-9, nan, 1e-9]):
+        worst = _record.worst(values)
+        assert worst != worst and not worst <= 1e-4
+    assert max([0.0, nan]) == 0.0  # the trap
+    assert _record.worst([1e-9, 3e-9, 2e-9]) == 3e-9 and _record.worst([]) == 0.0
+
+
+_ZERO_MATMUL = """
+import sys
+import numpy as np
+import torchlean.backend.providers.reference.kernels as K
+K.matmul = lambda a, b: np.zeros((a.shape[0], b.shape[1]), a.dtype)
+sys.path.insert(0, sys.argv[1])
+import reduction
+raise SystemExit(reduction.main(["--smoke", "--out", sys.argv[2]]))
+"""
+
+
+def test_a_wrong_reference_product_makes_reduction_disagree(bench_script: Loader, tmp_path: Path) -> None:
+    """review227 F4: reduction's check that the same product was computed could not fail."""
+    _record = bench_script("_record")
+    done = subprocess.run([sys.executable, "-c", _ZERO_MATMUL, str(BENCH), str(tmp_path)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == _record.DISAGREES, done.stderr[-2000:]
+    rows = json.loads((tmp_path / "reduction.json").read_text())["rows"]
+    assert rows and all(row["agrees"] is False and row["max_rel_difference_to_numpy"] == 1.0 for row in rows)
+    assert "1.0e+00 DISAGREES" in (tmp_path / "reduction.md").read_text()
 
 
 def test_a_closed_pipe_ends_a_script_quietly_with_status_141(tmp_path: Path) -> None:
