@@ -388,25 +388,37 @@ class Table:
                     x[r, j] = _number(
                         self.shown_file, line, shown[j], row[i], _FLOAT64, delimiter=self.delimiter
                     )
-                except DataError as error:
-                    cell = row[i].strip()
-                    if separator is not None and (cell.startswith(separator) or cell.endswith(separator)):
-                        raise DataError(
-                            f"{self.shown_file}: line {line}, column {display_name(self.shown(i))}: not a "
-                            f"number: {_cell_shown(row[i])}; the file seems to be separated by "
-                            f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
-                        ) from None
-                    if r == 0 and not self.has_header and self._numbers_after_first(feature_idx):
-                        raise DataError(  # header=False on a file with a header (review56 F8)
-                            f"{error}; line {line} looks like a header (the rows after it are numbers in "
-                            "these columns): pass header=True or None (CLI: --header, or leave out "
-                            "--no-header): the default reads such a first line as the header"
-                        ) from None
-                    hint = self._label_hint(i)
-                    if not hint:
-                        raise
-                    raise DataError(f"{error} {hint}") from None
+                except DataError as refused:
+                    refusal = self._feature_refusal(refused, r, line, row[i], i, separator, feature_idx)
+                    # the column refused as a feature: train --resume tells a run's label column
+                    # read as a feature here (it moved) from a bad label cell (review226 F1, review228
+                    # F1: standard input cannot be read again for its header)
+                    refusal.feature_column = self.names[i]
+                    raise refusal from None
         return x, None if label is None else cells
+
+    def _feature_refusal(
+        self, error: DataError, r: int, line: int, cell_text: str, i: int, separator: str | None,
+        feature_idx: Sequence[int],
+    ) -> DataError:
+        """The refusal of feature cell ``cell_text`` (data row ``r``, file line ``line``, column
+        ``i``) that :func:`_number` refused with ``error``, with what explains it: a file separated
+        by ``separator`` rather than blanks, a header read as data, or the label hint."""
+        cell = cell_text.strip()
+        if separator is not None and (cell.startswith(separator) or cell.endswith(separator)):
+            return DataError(
+                f"{self.shown_file}: line {line}, column {display_name(self.shown(i))}: not a "
+                f"number: {_cell_shown(cell_text)}; the file seems to be separated by "
+                f"{_delimiter.named(separator)}, not blanks: {_delimiter.use(separator)}"
+            )
+        if r == 0 and not self.has_header and self._numbers_after_first(feature_idx):
+            return DataError(  # header=False on a file with a header (review56 F8)
+                f"{error}; line {line} looks like a header (the rows after it are numbers in "
+                "these columns): pass header=True or None (CLI: --header, or leave out "
+                "--no-header): the default reads such a first line as the header"
+            )
+        hint = self._label_hint(i)
+        return DataError(f"{error} {hint}") if hint else error
 
     def _numbers_after_first(self, feature_idx: Sequence[int]) -> bool:
         """Whether the second data row exists and is a number in each feature column of

@@ -25,9 +25,13 @@ FLOAT64_PARTLY = "float64 holds it but not every such value of these data: "
 
 
 class DataError(TorchLeanError, ValueError):
-    """A dataset could not be loaded or split (missing file, bad cell, bad parameter)."""
+    """A dataset could not be loaded or split (missing file, bad cell, bad parameter).
+
+    ``feature_column`` is the name of the column whose cell was refused as a feature (a CSV
+    file's), else ``None``."""
 
     __module__ = "torchlean.data"  # its public home, as tracebacks and reprs name it
+    feature_column: str | None = None
 
 
 class DataMemoryError(DataError, MemoryError):

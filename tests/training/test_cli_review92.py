@@ -175,9 +175,24 @@ def test_resume_gives_no_moved_label_advice_for_a_bad_label_cell(
     """review226 F1: the advice review221 F2 added for a moved label column mixing numbers and
     names (tests/training/test_train_resume.py) was given to a bad label cell in a file laid out as
     the run's too."""
-    last, _ = _labelled_files(tmp_path, ["9", "cat", "dog"])
+    last, first = _labelled_files(tmp_path, ["9", "cat", "dog"])
     part = tmp_path / "m.npz"
     ok(capsys, "--dataset", str(last), "--task", "classification", "--epochs", "1", "--save", str(part))
+    # review228 F1: the moved column read from standard input, whose header is not read again, is
+    # told so too (the refusal names the column it refused as a feature)
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "torchlean", "train", "--resume", str(part), "--dataset", "-",
+            "--epochs", "2"]
+    done = subprocess.run(argv, input=first.read_text(), capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(
+        "(--resume m.npz reads the file as the run read its data, the label in the last column, and the "
+        "run's label column y is a feature column here: if the columns were moved, pass --label-column y; "
+        "else resume with the data it was trained on, laid out as they were)\n".replace("m.npz", str(part))
+    ), done.stderr
     lines = last.read_text().splitlines()
     lines[3] = lines[3].rsplit(",", 1)[0] + ","
     blank = tmp_path / "blank.csv"

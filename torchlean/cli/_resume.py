@@ -772,23 +772,6 @@ def _names_run_label(message: str, resumed: Resumed) -> bool:
     return f", column {data.display_name(resumed.saved.label_column)}: " in message
 
 
-def _label_read_elsewhere(resumed: Resumed, names: Sequence[str] | None) -> bool:
-    """Whether the file's columns (``names``, its header) hold the run's label column by name, but
-    not where the run reads the label (its ``--label-column``: a name, an index, or the last
-    column): the column is read as a feature there (review226 F1: a bad label cell in a file laid
-    out as the run's was told the column had moved)."""
-    label = resumed.saved.label_column
-    if not names or label not in names:
-        return False
-    setting = resumed.training.settings.get("label_column")
-    if setting is None:
-        return names[-1] != label
-    if not isinstance(setting, str) or setting in names:  # read by that name
-        return setting != label
-    try:
-        return names[int(setting)] != label
-    except (ValueError, IndexError):
-        return False
 
 
 def _moved_label_advice(resumed: Resumed, where: str, columns: Callable[[], Sequence[str] | None]) -> str:
@@ -806,7 +789,8 @@ def _moved_label_advice(resumed: Resumed, where: str, columns: Callable[[], Sequ
 
 
 def data_refusal(
-    resumed: Resumed | None, message: str, columns: Callable[[], Sequence[str] | None] = lambda: None
+    resumed: Resumed | None, message: str, columns: Callable[[], Sequence[str] | None] = lambda: None,
+    feature_column: str | None = None,
 ) -> str:
     """``message``, a refusal of the data of a run, with its advice made right for a resumed run:
     the fresh-run hint ``(feature columns must be numbers: ...; if it is the label, pass
@@ -820,7 +804,11 @@ def data_refusal(
     delimiter=',' (CLI: --delimiter , ...)`` (review37 F7); else ``message`` as it is. With the
     file's ``columns`` (a call, :func:`file_columns`, made only for a refusal of a moved label
     column: it reads the file again), a run's label column moved among them whose other
-    columns are the run's features in another order is told both fixes at once (review104 M2)."""
+    columns are the run's features in another order is told both fixes at once (review104 M2).
+    ``feature_column`` is the refusal's :attr:`DataError.feature_column`: the run's label column
+    refused as a feature column gets the advice that the columns moved even without the hint
+    (labels mixing numbers and names: review221 F2), and a bad cell of the label itself does not
+    (review226 F1)."""
     if resumed is None:
         return message
     message = _checkpoint_dtype(message, resumed.saved)
@@ -843,13 +831,13 @@ def data_refusal(
             f"{where}: resume with the data it was trained on, laid out as they were)"
         )
     # review221 F2: labels mixing numbers and names get no hint; the advice only where the run's
-    # label column is a feature column of these data (not a bad cell of the label itself)
-    names = columns() if _names_run_label(message, resumed) else None  # the file read again
-    if _label_read_elsewhere(resumed, names):
+    # label column was refused as a feature column of these data, not for a bad cell of the label
+    # itself (review226 F1), also on standard input (review228 F1)
+    if feature_column is not None and feature_column == resumed.saved.label_column:
         column = resumed.training.settings.get("label_column")
         where = f"its --label-column {column}" if isinstance(column, str) else "the last column"
         if dict(resumed.repeated).get("--label-column") in (None, column):
-            return message + _moved_label_advice(resumed, where, lambda: names)
+            return message + _moved_label_advice(resumed, where, columns)
     comma = _delimiter.use(_delimiter.COMMA)
     if resumed.delimiter == _delimiter.COMMA or comma not in message:
         return message

@@ -619,7 +619,7 @@ def _load_refused_for_cli(args: argparse.Namespace, resumed: _resume.Resumed | N
                 f"to train on; the default is {data.TEST_FRACTION})"
             ) from None
         columns = functools.partial(_resume.file_columns, args)  # read again only if needed (review104 M2)
-        message = _resume.data_refusal(resumed, str(error), columns)
+        message = _resume.data_refusal(resumed, str(error), columns, error.feature_column)
         if resumed is not None and message.startswith("dataset file not found"):
             message += _resume.not_found_advice(resumed)  # review86 F8: the run's directory too
         if message == str(error):
