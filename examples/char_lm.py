@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-import torchlean
 from torchlean import nn, optim, profiles
 from torchlean.backend import report
 from torchlean.backend.errors import TorchLeanError
@@ -69,18 +68,11 @@ def no_decay(name: str, shape: tuple[int, ...]) -> bool:
     return len(shape) < 2 or name in EMBEDDINGS
 
 
-def train(
-    steps: int, profile: str, seed: int = 0, batch_size: int = 32, chunk: int = 50, execution: str = "eager"
-) -> tuple[Trainer[Any, Any], str, list[tuple[int, int, float]]]:
-    """Train for ``steps`` optimizer steps or a little more (whole epochs) under ``execution``
-    (``"eager"`` or ``"typed-graph"``: the same bits); returns the trainer, the alphabet and
-    ``(first step, last step, mean loss)`` of each ``chunk`` steps."""
-    text = corpus()
-    alphabet = "".join(sorted(set(text)))
-    ids = np.array([alphabet.index(c) for c in text], dtype=np.int64)
-    x, y = windows(ids, CONTEXT)
-    per_epoch = math.ceil(len(x) / batch_size)
-    epochs = max(1, math.ceil(steps / per_epoch))
+def trainer_for(profile: str, seed: int = 0, execution: str = "eager") -> tuple[Trainer[Any, Any], str]:
+    """The trainer of :func:`train` and the corpus's alphabet, its session opened: an unknown
+    profile, one this machine cannot run (CUDA) or an execution mode the profile's device does not
+    take is refused here, before any training (``TorchLeanError``)."""
+    alphabet = "".join(sorted(set(corpus())))
     config = RunConfig(
         optim.adamw(3e-3, betas=(0.9, 0.95), weight_decay=0.1),
         param_groups=[optim.group(no_decay, weight_decay=0.0)],
@@ -91,6 +83,26 @@ def train(
         model(len(alphabet)), objective=Objective.CROSS_ENTROPY, config=config, seed=seed,
         input_shape=(CONTEXT,),
     )
+    trainer.open()
+    return trainer, alphabet
+
+
+def train(
+    steps: int, profile: str, seed: int = 0, batch_size: int = 32, chunk: int = 50, execution: str = "eager",
+    trainer: Trainer[Any, Any] | None = None,
+) -> tuple[Trainer[Any, Any], str, list[tuple[int, int, float]]]:
+    """Train for ``steps`` optimizer steps or a little more (whole epochs) under ``execution``
+    (``"eager"`` or ``"typed-graph"``: the same bits), with ``trainer`` (:func:`trainer_for`'s of
+    ``profile``, ``seed`` and ``execution`` when None); returns the trainer, the alphabet and
+    ``(first step, last step, mean loss)`` of each ``chunk`` steps."""
+    if trainer is None:
+        trainer, _ = trainer_for(profile, seed, execution)
+    text = corpus()
+    alphabet = "".join(sorted(set(text)))
+    ids = np.array([alphabet.index(c) for c in text], dtype=np.int64)
+    x, y = windows(ids, CONTEXT)
+    per_epoch = math.ceil(len(x) / batch_size)
+    epochs = max(1, math.ceil(steps / per_epoch))
     schedule = optim.warmup_cosine(3e-3, min(30, epochs * per_epoch - 1), epochs * per_epoch, min_lr=3e-4)
     losses: list[tuple[int, int, float]] = []
     window: list[float] = []
@@ -147,12 +159,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="eager, or typed-graph: the model and loss planned and accepted as one graph "
                         "before any kernel runs, with the same bits (default: eager)")
     args = parser.parse_args(argv)
-    try:  # an unknown profile, or one this machine cannot run (CUDA), before any training
-        with torchlean.session(profiles.get(args.profile)):
-            pass
+    try:  # an unknown profile, one this machine cannot run (CUDA), before any training
+        trainer, _ = trainer_for(args.profile, execution=args.execution)
     except TorchLeanError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution)
+    trainer, alphabet, losses = train(args.steps, args.profile, execution=args.execution, trainer=trainer)
     for first, last, loss in losses:
         print(f"steps {first:>4}-{last:<4} loss={loss:.4f}")
     print(f"uniform guess: loss={math.log(len(alphabet)):.4f} ({len(alphabet)} characters)")
