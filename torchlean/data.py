@@ -3,13 +3,14 @@
 ``load(name_or_path, seed=..., test_fraction=..., dtype=...)`` returns a :class:`Dataset` with a
 seeded train/test split (scikit-learn ``train_test_split``; stratified by class for classification
 whenever every class has at least two samples and both splits can hold every class) and features
-standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``;
-a zero-variance feature gets scale 1, so it becomes 0 instead of NaN; so does one whose variance
-scikit-learn's near-constant test takes as 0 for the size of its mean, which becomes x - mean). With ``val_fraction=F``
-a validation part is held out of the train split (:func:`validation_rows`: ``train_test_split`` of
-the train split's rows with the same seed, stratified by class for classification) and the
-statistics are fitted on the rest of the train split only, the part trained on, so that nothing
-of the validation (or test) rows leaks into the features the model is trained on.
+standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``; a
+zero-variance feature gets scale 1, so it becomes 0 instead of NaN; so does one whose variance
+scikit-learn's near-constant test takes as 0 for the size of its mean, which becomes x - mean).
+With ``val_fraction=F`` a validation part is held out of the train split (:func:`validation_rows`:
+``train_test_split`` of the train split's rows with the same seed, stratified by class for
+classification) and the statistics are fitted on the rest of the train split only, the part trained
+on, so that nothing of the validation (or test) rows leaks into the features the model is trained
+on.
 
 Shipped datasets: :data:`DATASETS` (``digits`` by default; :mod:`torchlean._shipped` lists their
 sizes and tasks). CSV files: one sample per row; the label column is chosen by name or index

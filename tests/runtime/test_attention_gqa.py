@@ -90,6 +90,10 @@ def test_grouped_query_attention_refusals_name_the_shapes() -> None:
     )
     with pytest.raises(GuardError, match="not broadcastable"):  # heads that would not group
         tl.scaled_dot_product_attention(t(q), t(k[:, :1].repeat(4, 1)), t(v[:, :1].repeat(4, 1)))
+    # review228 F4: no hint where grouping would meet another refusal (d differs)
+    with pytest.raises(GuardError) as caught:
+        tl.scaled_dot_product_attention(t(q), t(k[..., :-1]), t(v))
+    assert "enable_gqa" not in str(caught.value) and "q's d = 4 and k's d = 3 differ" in str(caught.value)
 
 
 @pytest.mark.parametrize(("change", "what"), [

@@ -274,7 +274,14 @@ def _refuse_ungrouped_heads(fn: str, q: object, k: object, v: object) -> None:
     if len(shapes) < 3:
         return  # the guard refuses what is not a Tensor of rank 3 or more, if anything
     heads, kv_heads = shapes[0][-3], shapes[1][-3]
-    if kv_heads > 1 and heads != kv_heads and shapes[2][-3] == kv_heads and heads % kv_heads == 0:
+    groups = kv_heads > 1 and heads != kv_heads and shapes[2][-3] == kv_heads and heads % kv_heads == 0
+    # only where the heads are all that keeps the call from running grouped (review228 F4: the hint
+    # came first, and following it met the next refusal: d or the batch axes)
+    try:
+        np.broadcast_shapes(shapes[0][:-3], shapes[1][:-3], shapes[2][:-3])
+    except ValueError:
+        groups = False
+    if groups and shapes[0][-1] == shapes[1][-1] and shapes[1][-2] == shapes[2][-2]:
         raise GuardError(
             f"{fn}: q has {heads} heads (axis -3) and k, v have {kv_heads}, which do not broadcast "
             f"(q {shapes[0]}, k {shapes[1]}, v {shapes[2]}); for grouped-query attention, each k/v "
