@@ -897,3 +897,7 @@ def test_plan_and_select_print_the_preference_note_train_prints(capsys, argv):
         "reference.attention runs instead"
     )
     assert run(capsys, "plan", "--profile", "libtorch_forward_cpu", "scaled_dot_product_attention")[2] == ""
+    # review228 F5: also for the ops that plan beside one that does not
+    status, _, err = run(capsys, "select", "--profiles", "libtorch_forward_strict_cpu",
+                         "scaled_dot_product_attention", "fft_fno")
+    assert status == 1 and err.endswith(f"note: {note}\n"), err

@@ -316,6 +316,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
                 print(report.selection_line(profile.name, partial, error.messages))
                 sys.stdout.flush()  # the notes follow their line on a terminal
             _print_explain_notes(error, profile, None)
+            _print_preference_notes(profile, _plannable_ops(error, ops))  # review228 F5: of those planned
             status = 1
         else:
             if args.format == "json":
