@@ -575,6 +575,20 @@ def test_explain_of_several_ops_names_an_unknown_one_first(capsys: pytest.Captur
         assert (status, out, err) == (2, "", alone)
 
 
+@pytest.mark.parametrize("argv", [
+    ["explain", "--profile", "checked_cpu", "--format=json", "relu"],
+    ["explain", "--profile", "checked_cpu", "relu", "--format", "json"],
+    ["graph", "--format", "json"],
+    ["graph", "--format=json"],
+])
+def test_format_on_a_command_without_it_says_so(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """review228 F6: only ``--format json`` before explain's op said the command has no --format."""
+    status, out, err = run(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith("error: unrecognized arguments: --format") and err.endswith(
+        f" (torchlean {argv[0]} has no --format; torchlean {argv[0]} --help lists the accepted ones)\n"), err
+
+
 @pytest.mark.parametrize(
     ("argv", "want"),
     [

@@ -450,7 +450,11 @@ def _run(argv: Sequence[str] | None) -> int:
             own = None if refuse is None else refuse(args, extras)
             if own is not None:  # the command words the refusal itself (``explain`` of two ops)
                 parser.error(own)
-        parser.error(f"unrecognized arguments: {' '.join(extras)} ({where} lists the accepted ones)")
+        lacks = ""  # review228 F6: a command without --format says so, whatever the spelling and place
+        formats = any(word == "--format" or word.startswith("--format=") for word in extras)
+        if formats and where != "torchlean --help":
+            lacks = f"torchlean {command} has no --format; "
+        parser.error(f"unrecognized arguments: {' '.join(extras)} ({lacks}{where} lists the accepted ones)")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.error(
