@@ -944,6 +944,12 @@ def test_a_capsule_may_not_take_a_shipped_capsules_name_for_other_code() -> None
                    f"`reference.reduce_sum` (U+{ord(dot):04X} in place of .), which is the one for ")
         with pytest.raises(RegistryError, match=re.escape(refusal)):
             fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=alike),))])
+    # review228 F7: a precomposed look-alike (Cyrillic ё) is named alone, its diaeresis not again
+    yo = "r\u0451ference.reduce_sum"
+    refusal = (f"capsule `{yo}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
+               "`reference.reduce_sum` (U+0451 in place of e), which is the one for ")
+    with pytest.raises(RegistryError, match=re.escape(refusal)):
+        fast.with_capsule_modules([CapsuleModule("mylib", (dataclasses.replace(aten_sum, name=yo),))])
     wide = "\uff52\u0435ference.reduce_sum"  # fullwidth r (NFKC: r), then a Cyrillic е
     refusal = (f"capsule `{wide}` (aten/cpu, op reduce_sum) looks like the name of the shipped capsule "
                "`reference.reduce_sum` (U+0435 in place of e), which is the one for ")

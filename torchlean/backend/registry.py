@@ -253,24 +253,31 @@ def _look_alike(shown: str, shipped: Mapping[str, object], written: str = "") ->
         pairs = [(at, ours, theirs) for at, (ours, theirs) in enumerate(zip(bare, name, strict=True))
                  if ours != theirs]
         if all(read[at] == theirs or mixed[at] for at, _, theirs in pairs) and (pairs or marks):
-            origin = _written_characters(written, bare)
+            origin, own_marks = _written_characters(written, bare)
             differences = [f"U+{ord(origin[at]):04X} in place of {theirs}" for at, _, theirs in pairs]
-            differences += [f"U+{ord(mark):04X} added" for mark in marks]
+            added = list(marks)
+            for at, _, _ in pairs:  # a precomposed letter named as written holds its marks (review228 F7)
+                for mark in own_marks[at]:
+                    if mark in added:
+                        added.remove(mark)
+            differences += [f"U+{ord(mark):04X} added" for mark in added]
             return name, ", ".join(differences)
     return shown, ""
 
 
-def _written_characters(written: str, bare: str) -> str:
+def _written_characters(written: str, bare: str) -> tuple[str, list[tuple[str, ...]]]:
     """For each character of ``bare`` (``written`` folded by :func:`_shown_name`, decomposed, its
-    marks dropped), the character of ``written`` it came from, where folding ``written`` one
-    character at a time gives ``bare`` again; else ``bare`` itself."""
-    pairs = [
-        (part, char) for char in written.strip()
-        for part in unicodedata.normalize("NFD", unicodedata.normalize("NFKC", char).casefold())
-        if unicodedata.category(part) not in ("Mn", "Me")
-    ]
-    rebuilt = "".join(part for part, _ in pairs)
-    return "".join(char for _, char in pairs) if rebuilt == bare else bare
+    marks dropped), the character of ``written`` it came from and the marks that character holds
+    itself (``ё``: U+0308), where folding ``written`` one character at a time gives ``bare``
+    again; else ``bare`` itself and no marks."""
+    pairs: list[tuple[str, str, tuple[str, ...]]] = []
+    for char in written.strip():
+        parts = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", char).casefold())
+        own = tuple(part for part in parts if unicodedata.category(part) in ("Mn", "Me"))
+        pairs += [(part, char, own) for part in parts if unicodedata.category(part) not in ("Mn", "Me")]
+    if "".join(part for part, _, _ in pairs) != bare:
+        return bare, [()] * len(bare)
+    return "".join(char for _, char, _ in pairs), [own for _, _, own in pairs]
 
 
 def _script(char: str) -> str:
