@@ -180,9 +180,19 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
                 "array's .shape)")
     # review217 F5: binary data alike, however held (a memoryview of bytes; review225 F7: one of
     # an int array is that array's ints)
-    if isinstance(actual, bytes | bytearray | memoryview) and (
-        not isinstance(actual, memoryview) or actual.format in ("B", "b", "c")
-    ):
+    if isinstance(actual, memoryview):
+        try:  # review228 F8: a released view raised Python's bare ValueError
+            items_format = actual.format
+            shown_items = actual.tolist()
+        except ValueError as error:
+            raise ShapeSpecError(f"{what}: actual shape is a memoryview that cannot be read ({error}) "
+                                 f"{accepted}") from None
+        if items_format not in ("B", "b", "c"):
+            if isinstance(shown_items, list) and all(isinstance(d, int) and d >= 0 for d in shown_items):
+                return tuple(shown_items)
+            raise ShapeSpecError(f"{what}: actual shape {shown_items!r} (memoryview) is not a sequence of "
+                                 f"non-negative ints {accepted}")
+    if isinstance(actual, bytes | bytearray | memoryview):
         raise ShapeSpecError(f"{what}: actual shape {bytes(actual)!r} ({type(actual).__name__}) is binary "
                              f"data, not a shape {accepted}")
     one_axis = getattr(actual, "ndim", 1) == 1

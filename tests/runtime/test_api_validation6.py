@@ -517,6 +517,15 @@ def test_check_dims_accepts_an_array_array_of_ints_and_a_memoryview_of_one() -> 
     check_dims(Shape[Literal[3], Literal[4]], array.array("q", [3, 4]), what="x")
     check_dims(Shape[Literal[3], Literal[4]], memoryview(np.array([3, 4])), what="x")
     check_dims(Shape[Literal[3], Literal[4]], memoryview(array.array("q", [3, 4])), what="x")
+    released = memoryview(np.array([3, 4]))
+    released.release()  # review228 F8: a bare ValueError; a float view was shown by its address
+    for view, shown in ((released, "is a memoryview that cannot be read (operation forbidden on released "
+                                   "memoryview object)"),
+                        (memoryview(np.array([3.0, 4.0])), "[3.0, 4.0] (memoryview) is not a sequence of "
+                                                           "non-negative ints")):
+        with pytest.raises(ShapeSpecError) as info:
+            check_dims(Shape[Literal[3], Literal[4]], view, what="x")
+        assert str(info.value).startswith(f"x: actual shape {shown} (accepted: a tuple"), str(info.value)
 
 
 def test_check_dims_accepts_the_values_of_a_dict_and_a_tensor() -> None:
