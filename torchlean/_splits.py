@@ -254,15 +254,23 @@ def class_coverage_note(y: Array, test_rows: Array, kind: Task, classes: tuple[s
     with 20% tested), which the test metric does not measure (review56 F6): naming such classes
     (by ``classes``, the class names; at most five of each, then how many more) and their sample
     counts; else ``""`` (regression too). ``torchlean train`` prints it, and ``predict --split
-    test`` repeats it."""
+    test`` repeats it. ``test_rows`` are row indices or a boolean mask.
+
+    Raises:
+        DataError: class ids that :func:`split_rows` refuses; ``test_rows`` of another dtype.
+    """
     if kind != "classification":
         return ""
-    ids = np.asarray(y, dtype=np.int64)
+    ids = _checked_labels(y, kind)  # review228 F9: class ids >= 0, as the split functions take them
+    rows = np.asarray(test_rows)
+    if rows.size == 0:  # [] is float64 to numpy
+        rows = rows.astype(np.int64)
+    if rows.dtype != np.bool_ and rows.dtype.kind not in "iu":
+        raise DataError(f"test_rows must be row indices (integers) or a boolean mask, got dtype {rows.dtype}")
     # counted by class present (review225 F4: np.bincount sized an array by the largest id), and
     # test_rows used as given: indices, or a boolean mask
     count = {int(c): int(n) for c, n in zip(*np.unique(ids, return_counts=True), strict=True)}
-    tested = {int(c): int(n) for c, n in zip(*np.unique(ids[np.asarray(test_rows)], return_counts=True),
-                                             strict=True)}
+    tested = {int(c): int(n) for c, n in zip(*np.unique(ids[rows], return_counts=True), strict=True)}
     untrained = [c for c in count if tested.get(c, 0) == count[c]]
     untested = [c for c in count if c not in tested]
     clauses = []

@@ -147,3 +147,16 @@ def test_the_note_takes_a_boolean_mask_and_large_class_ids() -> None:
     big = np.array([10**15, 10**15, 2 * 10**15])
     assert data.class_coverage_note(big, np.array([2]), "classification", ()).startswith(
         "the train/test split leaves class 2000000000000000 (1 sample) without a train row")
+
+
+def test_the_note_takes_an_empty_list_and_refuses_what_the_splits_refuse() -> None:
+    """review228 F9: ``[]`` (float64 to numpy) raised numpy's IndexError; a class id of -1 was
+    named after the last class."""
+    y = np.array([0, 0, 1, 1])
+    assert data.class_coverage_note(y, [], "classification", ("a", "b")) == (
+        "the train/test split leaves classes a (2 samples), b (2 samples) without a test row, so the test "
+        "metric does not measure them (more samples would)")
+    with pytest.raises(data.DataError, match=r"^classification labels must be class ids, integers >= 0"):
+        data.class_coverage_note(np.array([-1, 0, 0]), [0], "classification", ("a", "b"))
+    with pytest.raises(data.DataError, match=r"^test_rows must be row indices .* got dtype float64$"):
+        data.class_coverage_note(y, [0.0, 1.0], "classification", ("a", "b"))
