@@ -845,3 +845,12 @@ def test_a_reduction_dtype_numpy_would_read_loosely_is_refused() -> None:
     accepted = r"\(accepted: dtype=None, on a float tensor\); convert first"
     with pytest.raises(tl.TensorTypeError, match=accepted):
         tl.tensor(np.array([1, 2])).mean(dtype="float64")
+
+
+def test_hard_masked_softmax_names_its_argument_x() -> None:
+    """review223 F6: the refusal of an integer tensor called it "scores", which no argument is."""
+    from torchlean.backend.errors import GuardError
+
+    with pytest.raises(GuardError) as caught:
+        tl.hard_masked_softmax(tl.tensor(np.ones((2, 3), np.int64)), np.ones((2, 3), bool))
+    assert str(caught.value) == "hard_masked_softmax: scores x has dtype int64; accepted: float32 or float64"
