@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from torchlean._fork_locks import renew_in_forked_children
+from torchlean._interrupts import DeferredSigint
 from torchlean.autograd.storage import Storage, device_of, numpy_dtype
 from torchlean.autograd.storage import add as add_storage
 from torchlean.backend.errors import TorchLeanError
@@ -253,13 +254,19 @@ F1, review145 F1, review146 F1)."""
 renew_in_forked_children(__name__, "_WALKS")
 
 
-def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
+def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> None:
     """Register a backward pass through ``nodes``: one that frees them (not ``retain_graph``)
     must be the only one there, one that keeps them may share them with others that keep them.
     Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
     nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
     gets an error naming the walk that frees the graph, as a second ``backward()`` after the first
     gets the freed-graph error (torch: "Trying to backward through the graph a second time").
+
+    The nodes are marked with SIGINT held back (:class:`~torchlean._interrupts.DeferredSigint`),
+    all of them or none, and ``marked`` gets ``True`` inside that block, so a Ctrl-C in the middle
+    (review230 F1: it left part of the graph marked for good, and every later ``backward()``
+    through it refused, naming another thread) raises once they all are and the caller, seeing
+    ``marked``, unmarks them (:func:`_walked`).
 
     Raises:
         AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.
@@ -280,13 +287,16 @@ def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
                     f"(node `{node.name}`, in another thread); a backward() without retain_graph frees "
                     "it, so it must come after the others"
                 )
-        for node in nodes:
-            node._walks = -1 if not retain_graph else node._walks + 1
+        with DeferredSigint():
+            for node in nodes:
+                node._walks = -1 if not retain_graph else node._walks + 1
+            marked.append(True)
 
 
 def _walked(nodes: Sequence[Node], retain_graph: bool, completed: bool) -> None:
-    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes."""
-    with _WALKS:
+    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes, with
+    SIGINT held back as :func:`_walking` marks them."""
+    with _WALKS, DeferredSigint():
         for node in nodes:
             if not retain_graph and completed:
                 node.free()
@@ -319,13 +329,15 @@ def run_backward(
             f"{root.shape})"
         )
     nodes = _collect(root) if order is None else order
-    _walking(nodes, retain_graph)
+    marked: list[bool] = []
     completed = False
     try:
+        _walking(nodes, retain_graph, marked)
         leaves = _propagate(root, seed, nodes)
         completed = True
     finally:
-        _walked(nodes, retain_graph, completed)
+        if marked:
+            _walked(nodes, retain_graph, completed)
     for leaf, total in leaves.values():
         leaf._accumulate_grad(total)
 
