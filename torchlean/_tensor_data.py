@@ -32,7 +32,7 @@ from torchlean._checks import (
     shown,
     shown_briefly,
 )
-from torchlean._tensor_errors import TensorError, TensorTypeError, _preview
+from torchlean._tensor_errors import GradConversionError, TensorError, TensorTypeError, _preview
 
 if TYPE_CHECKING:
     import torch
@@ -195,6 +195,12 @@ def _read_values(
     """
     try:
         return np.asarray(source), source
+    except GradConversionError:  # review230 F2: numpy's conversion is no call of the user's
+        raise TensorError(
+            f"cannot create a tensor from {type(data).__name__} data holding a torchlean tensor that "
+            "requires grad: the new tensor would drop its tape history (accepted: its .detach(), or, to keep "
+            "the history, a tensor built with torchlean ops such as tl.concat and tl.reshape)"
+        ) from None
     except ValueError as exc:
         raise TensorError(
             f"cannot create a tensor from {type(data).__name__} data: {exc} (accepted: a scalar, a "

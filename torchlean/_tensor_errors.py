@@ -14,7 +14,14 @@ from __future__ import annotations
 from torchlean._checks import shown
 from torchlean.backend.errors import TorchLeanError
 
-__all__ = ["DeviceError", "DimensionError", "TensorError", "TensorIndexError", "TensorTypeError"]
+__all__ = [
+    "DeviceError",
+    "DimensionError",
+    "GradConversionError",
+    "TensorError",
+    "TensorIndexError",
+    "TensorTypeError",
+]
 
 
 class TensorError(TorchLeanError, ValueError):
@@ -35,6 +42,13 @@ class TensorIndexError(TensorError, IndexError):
     """An index out of its axis's range, or more indices than the tensor has axes: a
     :class:`TensorError` that is also the ``IndexError`` torch, numpy and Python sequences raise,
     so ported ``except IndexError`` code catches it (review202 F4)."""
+
+    __module__ = "torchlean.tensor"
+
+
+class GradConversionError(TensorError):
+    """numpy asked for the values of a tensor that requires grad (``np.asarray(t)``), which would
+    drop its tape history; the list reader words its own refusal from it."""
 
     __module__ = "torchlean.tensor"
 

@@ -119,6 +119,7 @@ from torchlean._tensor_data import operand_type as operand_type
 from torchlean._tensor_errors import (
     DeviceError,
     DimensionError,
+    GradConversionError,
     TensorError,
     TensorIndexError,
     TensorTypeError,
@@ -784,7 +785,7 @@ class Tensor:
                 "copy, so a copy cannot be avoided; call t.numpy() for a read-only view of them"
             )
         if self._requires_grad:
-            raise TensorError(
+            raise GradConversionError(
                 f"numpy cannot convert a tensor that requires grad (shape {self.shape}) implicitly "
                 "(np.asarray, np.dot, ...): its result would silently drop the tape history, as torch "
                 "refuses too; call t.numpy() or t.detach() to say no gradient is wanted, or compute "
@@ -1945,9 +1946,8 @@ def tensor(
     The result is a new leaf: no gradient history is carried over. A torchlean or torch tensor
     that requires grad, given alone (or torch ones in a list), is copied detached, as
     ``torch.tensor(t)`` copies it (torch adds a warning); a list holding a torchlean tensor that
-    requires grad is refused, as numpy's conversion of it is (``TensorError``: call ``.detach()``,
-    or build the tensor with torchlean ops, ``tl.concat`` and ``tl.reshape``, to keep the
-    history). ``data.minibatches``, ``Trainer.fit`` and item assignment refuse a torch tensor
+    requires grad is refused (``TensorError``, naming ``.detach()``, or torchlean ops, ``tl.concat``
+    and ``tl.reshape``, to keep the history; torch copies it with a warning). ``data.minibatches``, ``Trainer.fit`` and item assignment refuse a torch tensor
     that requires grad instead.
 
     With ``dtype="int64"``, float data is truncated toward zero (as ``torch.tensor``), and a value

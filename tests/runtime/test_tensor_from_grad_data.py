@@ -31,6 +31,11 @@ def test_a_tensor_alone_is_copied_detached_as_torch_copies_it() -> None:
 
 def test_a_list_holding_a_torchlean_tensor_that_requires_grad_is_refused() -> None:
     a = tl.tensor(np.float64(1.5), requires_grad=True)
-    with pytest.raises(TensorError, match=r"numpy cannot convert a tensor that requires grad .*detach"):
+    with pytest.raises(TensorError) as caught:  # review230 F2: worded as tl.tensor's, not numpy's
         tl.tensor([a, a * 2.0])
+    assert str(caught.value) == (
+        "cannot create a tensor from list data holding a torchlean tensor that requires grad: the new tensor "
+        "would drop its tape history (accepted: its .detach(), or, to keep the history, a tensor built with "
+        "torchlean ops such as tl.concat and tl.reshape)"
+    )
     assert tl.tensor([a.detach(), (a * 2.0).detach()]).numpy().tolist() == [1.5, 3.0]
