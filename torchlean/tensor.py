@@ -1947,8 +1947,8 @@ def tensor(
     that requires grad, given alone (or torch ones in a list), is copied detached, as
     ``torch.tensor(t)`` copies it (torch adds a warning); a list holding a torchlean tensor that
     requires grad is refused (``TensorError``, naming ``.detach()``, or torchlean ops, ``tl.concat``
-    and ``tl.reshape``, to keep the history; torch copies it with a warning). ``data.minibatches``, ``Trainer.fit`` and item assignment refuse a torch tensor
-    that requires grad instead.
+    and ``tl.reshape``, to keep the history; torch copies it with a warning). ``data.minibatches``,
+    ``Trainer.fit`` and item assignment refuse a torch tensor that requires grad instead.
 
     With ``dtype="int64"``, float data is truncated toward zero (as ``torch.tensor``), and a value
     int64 cannot hold is refused, as torch refuses it ("value cannot be converted to type int64
