@@ -1039,8 +1039,10 @@ class Tensor:
                 "before backward() and put it back after)"
             )
         if not self._requires_grad:
-            raise AutogradError(
-                "autograd: backward() on a tensor that does not require grad (no recorded node)"
+            raise AutogradError(  # review230 F3: the likely causes, as torch's "does not require grad"
+                "autograd: backward() on a tensor that does not require grad (no recorded node): none "
+                "of the tensors it was computed from requires grad (create the leaves with "
+                "requires_grad=True), or it was computed under no_grad() or detached"
             )
         if gradient is None:
             if self.numel() != 1:

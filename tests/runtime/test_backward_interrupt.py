@@ -62,3 +62,4 @@ def test_a_ctrl_c_while_backward_marks_the_graph_leaves_it_usable(retain: bool) 
     assert x.grad is None  # interrupted before any gradient was added
     y.backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))
+

@@ -664,3 +664,20 @@ def test_set_grad_enabled_switches_the_mode_as_torchs_does() -> None:
         tl.set_grad_enabled(True)
         torch.set_grad_enabled(True)
     assert both() == (True, True)
+
+
+def test_backward_without_a_graph_names_the_likely_causes() -> None:
+    """review230 F3: the refusal said only "no recorded node"."""
+    from torchlean.autograd.tape import AutogradError
+
+    plain = tl.reduce_sum(tl.tensor(np.ones(3)))
+    with tl.no_grad():
+        unrecorded = tl.reduce_sum(tl.tensor(np.ones(3), requires_grad=True))
+    for y in (plain, unrecorded):
+        with pytest.raises(AutogradError) as caught:
+            y.backward()
+        assert str(caught.value) == (
+            "autograd: backward() on a tensor that does not require grad (no recorded node): none of the "
+            "tensors it was computed from requires grad (create the leaves with requires_grad=True), or it "
+            "was computed under no_grad() or detached"
+        )
