@@ -361,7 +361,14 @@ def __getattr__(name: str) -> _Any:
     else:
         from torchlean.backend._submodules import submodule
 
-        value = submodule(__name__, name)  # torchlean.trainer, torchlean.batches, ...
+        try:
+            value = submodule(__name__, name)  # torchlean.trainer, torchlean.batches, ...
+        except AttributeError as error:
+            from torchlean._module_hints import TORCH_NAMESPACE_HINTS
+
+            if name in TORCH_NAMESPACE_HINTS:  # torch's name: what torchlean spells so
+                raise AttributeError(f"{error}; {TORCH_NAMESPACE_HINTS[name]}", name=name, obj=None) from None
+            raise
     globals()[name] = value
     return value
 

@@ -101,3 +101,30 @@ def missing_attribute(owner: object, name: str, hints: Mapping[str, str]) -> Att
     if hint is None:
         return AttributeError(message, name=name, obj=owner)
     return AttributeError(f"{message}: {hint}")
+
+
+_VALUES = ("torchlean builds no values itself: make them with numpy and copy them in, "
+           "tl.tensor(np.{name}(...), dtype=...)")
+
+TORCH_NAMESPACE_HINTS: Final[dict[str, str]] = {
+    **{name: _VALUES.format(name=name) for name in ("zeros", "ones", "full", "eye", "arange", "linspace")},
+    **{f"{name}_like": _VALUES.format(name=f"{name}_like") for name in ("zeros", "ones", "full")},
+    "randn": ("random values: tl.tensor(np.random.default_rng(seed).standard_normal(shape)), or "
+              "tl.rand_uniform(shape, ...) for the session's seeded stream"),
+    "rand": "tl.rand_uniform(shape, ...) draws from the session's seeded stream",
+    "manual_seed": "a session's seed seeds its random ops: with tl.session(seed=...)",
+    "from_numpy": "tl.tensor(array) (a copy: torchlean tensors never share an array's memory)",
+    "float32": 'dtypes are spelled as strings or numpy dtypes: dtype="float32"',
+    "float64": 'dtypes are spelled as strings or numpy dtypes: dtype="float64"',
+    "device": 'devices are spelled as strings: device="cpu", "cuda" or "cuda:1"',
+    "inference_mode": "tl.no_grad() (nothing is recorded under it; torchlean has no inference tensors)",
+    "cat": "tl.concat(tensors, axis)",
+    "stack": "tl.concat of the tensors given a new axis first: tl.concat([tl.reshape(t, (1, *t.shape)) for t "
+             "in ts], 0)",
+    "sum": "tl.reduce_sum(x, axis) (or x.sum(dim))",
+    "mean": "tl.reduce_mean(x, axis) (or x.mean(dim))",
+    "save": "a model's state: np.savez(path, **model.state()); a trained run: torchlean train --save",
+    "load": "np.load(path) and model.load_state(...); a checkpoint: torchlean.checkpoint.load(path)",
+}
+"""What ``torchlean.<name>`` says for torch's top-level names it lacks (review230 F5: ported code's
+``torch.inference_mode()`` got Python's bare ``AttributeError``)."""

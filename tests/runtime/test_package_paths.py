@@ -294,3 +294,23 @@ def test_the_errors_the_backend_entry_points_name_are_backend_names() -> None:
     forged = backend.AcceptedKernel.__new__(backend.AcceptedKernel)
     with pytest.raises(backend.UnmintedError, match="was not minted by its gate"):
         forged.audit()
+
+
+@pytest.mark.parametrize(("name", "hint"), [
+    ("inference_mode", "tl.no_grad()"),
+    ("stack", "tl.concat(["),
+    ("cat", "tl.concat(tensors, axis)"),
+    ("zeros", "tl.tensor(np.zeros(...), dtype=...)"),
+    ("manual_seed", "tl.session(seed=...)"),
+])
+def test_torchs_top_level_names_say_what_torchlean_spells(name: str, hint: str) -> None:
+    """review230 F5: ``tl.inference_mode`` (ported ``torch.inference_mode()``) was Python's bare
+    AttributeError."""
+    import torchlean
+
+    with pytest.raises(AttributeError) as caught:
+        getattr(torchlean, name)
+    assert str(caught.value).startswith(f"module 'torchlean' has no attribute {name!r}; ")
+    assert hint in str(caught.value) and not hasattr(torchlean, name)
+    with pytest.raises(AttributeError, match=r"^module 'torchlean' has no attribute 'no_such_name'$"):
+        torchlean.no_such_name  # type: ignore[attr-defined]  # noqa: B018
