@@ -401,10 +401,14 @@ def _check_grad_dtype(dtype: np.dtype[Any]) -> None:
     only floating tensors to require gradients).
 
     Raises:
-        TensorError: ``only float32 and float64 tensors can require gradients (got dtype int64)``.
+        TensorError: ``only float32 and float64 tensors can require gradients (got dtype int64;
+            ...)``, naming ``dtype="float32"``.
     """
-    if dtype not in FLOAT_DTYPES:
-        raise TensorError(f"only float32 and float64 tensors can require gradients (got dtype {dtype})")
+    if dtype not in FLOAT_DTYPES:  # review230 F5: the way to a float tensor
+        raise TensorError(
+            f"only float32 and float64 tensors can require gradients (got dtype {dtype}; make a float "
+            'tensor of the values: tl.tensor(values, dtype="float32", requires_grad=True))'
+        )
 
 
 def operand_type(value: object) -> str:

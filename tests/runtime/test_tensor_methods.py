@@ -454,8 +454,12 @@ def test_requires_grad_underscore_follows_torchs_rules() -> None:
     assert y.requires_grad and not y.detach().requires_grad
 
     ints, tints = tl.tensor(np.arange(3)), torch.arange(3)
-    with pytest.raises(tl.TensorError, match=r"only float32 and float64 tensors can require gradients"):
+    with pytest.raises(tl.TensorError) as caught:
         ints.requires_grad_()
+    assert str(caught.value) == (  # review230 F5: the way to a float tensor
+        "only float32 and float64 tensors can require gradients (got dtype int64; make a float tensor of "
+        'the values: tl.tensor(values, dtype="float32", requires_grad=True))'
+    )
     with pytest.raises(RuntimeError, match="only Tensors of floating point"):
         tints.requires_grad_()
     assert ints.requires_grad_(False) is ints and not tints.requires_grad_(False).requires_grad
