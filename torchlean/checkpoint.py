@@ -74,6 +74,7 @@ from torchlean._checkpoint_model import optimizer_form as _optimizer_form
 from torchlean._checkpoint_model import optimizer_values as _optimizer_values
 from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
 from torchlean._csv import refused_character
+from torchlean._limits import MAX_TORCH_THREADS
 from torchlean._memory import usable_memory
 from torchlean._paths import lookup_failure, missing_file_name
 from torchlean._tensor_data import host_array
@@ -338,7 +339,7 @@ class Checkpoint:
     split, a float in ``(0, 1)``, :data:`torchlean.data.TEST_FRACTION` (0.2) by default: ``torchlean
     predict --split train|test`` recomputes that split with it; numpy floats taken as ``float``,
     bools and ints refused; version 1 holds only 0.2);
-    ``torch_threads`` (an int >= 1, torch's intra-op thread count in the run, which the bits of
+    ``torch_threads`` (an int in ``[1, 1024]``, torch's intra-op thread count in the run, which the bits of
     ``aten``/``libtorch`` capsules, whose reductions are implementation-defined, may depend on; or
     ``None``, unknown or torch unused; version 1 holds only ``None``); after ``torch_threads``,
     ``torch_threads_segments`` (the ``torch_threads`` of each segment of the run, its first part
@@ -523,8 +524,11 @@ class Checkpoint:
                 f"train/test split, Dataset.seed), got {split_seed!r}"
             )
         threads = self.torch_threads
-        if threads is not None and (not is_builtin_int(threads) or threads < 1):
-            raise CheckpointError(f"torch_threads must be an int >= 1 or None, got {threads!r}")
+        if threads is not None and (not is_builtin_int(threads) or not 1 <= threads <= MAX_TORCH_THREADS):
+            raise CheckpointError(
+                f"torch_threads must be an int in [1, {MAX_TORCH_THREADS}] (--torch-threads's range) or "
+                f"None, got {threads!r}"
+            )
         self._check_thread_segments()
         if self.environment is not None:
             object.__setattr__(self, "environment", _environment(self.environment))
@@ -698,10 +702,12 @@ class Checkpoint:
         if isinstance(segments, list | tuple):
             segments = tuple(int(n) if isinstance(n, np.integer) else n for n in segments)
         if (not isinstance(segments, tuple) or not segments
-                or any(n is not None and (not is_builtin_int(n) or n < 1) for n in segments)):
+                or any(n is not None and (not is_builtin_int(n) or not 1 <= n <= MAX_TORCH_THREADS)
+                       for n in segments)):
             raise CheckpointError(
-                "torch_threads_segments must be a non-empty list of ints >= 1 or None (the torch thread "
-                f"count of each segment of the run) or None, got {self.torch_threads_segments!r}"
+                f"torch_threads_segments must be a non-empty list of ints in [1, {MAX_TORCH_THREADS}] or "
+                f"None (the torch thread count of each segment of the run) or None, got "
+                f"{self.torch_threads_segments!r}"
             )
         if segments[-1] != self.torch_threads:
             raise CheckpointError(

@@ -119,7 +119,10 @@ def test_a_checkpoint_without_a_thread_count_resumes_without_the_note(capsys: py
     ({"torch_threads": 2, "torch_threads_segments": (1, 3)},
      r"torch_threads_segments must end with torch_threads 2 .*got \[1, 3\]"),
     ({"torch_threads": 2, "torch_threads_segments": ()}, r"segments must be a non-empty list"),
-    ({"torch_threads": 2, "torch_threads_segments": (0, 2)}, r"must be a non-empty list of ints >= 1"),
+    ({"torch_threads": 2, "torch_threads_segments": (0, 2)},
+     r"must be a non-empty list of ints in \[1, 1024\]"),
+    ({"torch_threads": 2, "torch_threads_segments": (5000, 2)},  # review229 F1: --torch-threads's range
+     r"in \[1, 1024\] .*got \(5000, 2\)"),
     ({"torch_threads": 2, "torch_threads_segments": (True, 2)}, r"got \(True, 2\)"),
     ({"torch_threads": 2, "torch_threads_segments": "12"}, r"got '12'"),
     ({"version": 1, "training": None, "torch_threads": None, "torch_threads_segments": (None,)},

@@ -9,6 +9,7 @@ import re
 import sys
 from typing import Any
 
+from torchlean._limits import MAX_TORCH_THREADS
 from torchlean.cli._args import int_at_least
 
 __all__ = [
@@ -21,14 +22,6 @@ __all__ = [
     "torch_threads_in_use",
     "unused_threads_note",
 ]
-
-MAX_TORCH_THREADS = 1024
-"""The most intra-op threads ``--torch-threads`` (and ``$OMP_NUM_THREADS``) may ask for.
-``torch.set_num_threads`` takes any C ``int`` up to 2**31 - 1 and libgomp's ``OMP_NUM_THREADS``
-parser any unsigned long below 2**64 - 1, but neither can run that many: on the 2-core project
-machine an op under 30000 threads stopped with ``libgomp: Thread creation failed`` and under
-2**31 - 1 with ``libgomp: Out of memory allocating 463856469096 bytes``, while 4096 ran. 1024 is
-well above the useful count on any CPU these models meet."""
 
 torch_threads = int_at_least(
     1, f"expected an integer in [1, {MAX_TORCH_THREADS}], got {{}}", below=MAX_TORCH_THREADS + 1
