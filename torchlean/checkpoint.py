@@ -1712,7 +1712,13 @@ def _check_training_meta(meta: object) -> dict[str, Any]:
     """
     fields = _TRAINING_FIELDS
     if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
-        shown = _literals(sorted(meta)) if isinstance(meta, dict) else repr(meta)
+        # review229 F3: an object's keys read as its value (``got []`` for ``{}``)
+        if not isinstance(meta, dict):
+            shown = repr(meta)
+        elif meta:
+            shown = f"an object with the fields {_literals(sorted(meta))}"
+        else:
+            shown = "an object with no fields"
         raise CheckpointError(
             f"metadata field 'training' must be an object with the fields {', '.join(fields)}, "
             f"got {shown}"

@@ -774,9 +774,17 @@ def test_a_bad_training_object_in_a_file_is_named(capsys, saved, tmp_path):
     entries["metadata"] = np.array(json.dumps(meta))
     with path.open("wb") as handle:
         np.savez(handle, **entries)
-    with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done"):
+    # review229 F3: the object's keys were shown as if they were its value (a list)
+    with pytest.raises(CheckpointError, match=r"'training' must be an object with the fields epochs_done.*, "
+                       r"got an object with the fields \['epochs', 'epochs_done'"):
         checkpoint.load(path)
     assert "Traceback" not in refused(capsys, "--resume", str(path))
+    meta["training"] = {}
+    entries["metadata"] = np.array(json.dumps(meta))
+    with path.open("wb") as handle:
+        np.savez(handle, **entries)
+    with pytest.raises(CheckpointError, match=r", got an object with no fields$"):
+        checkpoint.load(path)
 
 
 def test_a_resumed_run_without_save_says_it_saves_nothing(capsys, tmp_path):
