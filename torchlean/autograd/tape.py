@@ -254,19 +254,15 @@ F1, review145 F1, review146 F1)."""
 renew_in_forked_children(__name__, "_WALKS")
 
 
-def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> None:
+def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
     """Register a backward pass through ``nodes``: one that frees them (not ``retain_graph``)
     must be the only one there, one that keeps them may share them with others that keep them.
     Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
     nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
     gets an error naming the walk that frees the graph, as a second ``backward()`` after the first
     gets the freed-graph error (torch: "Trying to backward through the graph a second time").
-
-    The nodes are marked with SIGINT held back (:class:`~torchlean._interrupts.DeferredSigint`),
-    all of them or none, and ``marked`` gets ``True`` inside that block, so a Ctrl-C in the middle
-    (review230 F1: it left part of the graph marked for good, and every later ``backward()``
-    through it refused, naming another thread) raises once they all are and the caller, seeing
-    ``marked``, unmarks them (:func:`_walked`).
+    The nodes are marked all or none: an exception while marking (a signal handler raising) undoes
+    what was marked (review231 F1).
 
     Raises:
         AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.
@@ -287,16 +283,20 @@ def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> N
                     f"(node `{node.name}`, in another thread); a backward() without retain_graph frees "
                     "it, so it must come after the others"
                 )
-        with DeferredSigint():
+        done = 0
+        try:
             for node in nodes:
                 node._walks = -1 if not retain_graph else node._walks + 1
-            marked.append(True)
+                done += 1
+        except BaseException:
+            for node in nodes[:done]:
+                node._walks = 0 if not retain_graph else node._walks - 1
+            raise
 
 
 def _walked(nodes: Sequence[Node], retain_graph: bool, completed: bool) -> None:
-    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes, with
-    SIGINT held back as :func:`_walking` marks them."""
-    with _WALKS, DeferredSigint():
+    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes."""
+    with _WALKS:
         for node in nodes:
             if not retain_graph and completed:
                 node.free()
@@ -329,17 +329,20 @@ def run_backward(
             f"{root.shape})"
         )
     nodes = _collect(root) if order is None else order
-    marked: list[bool] = []
-    completed = False
-    try:
-        _walking(nodes, retain_graph, marked)
-        leaves = _propagate(root, seed, nodes)
-        completed = True
-    finally:
-        if marked:
+    # review230 F1, review231 F1/F5: a Ctrl-C during a backward takes effect once it ends (main
+    # thread), so its graph is marked, walked and unmarked (freed) and its gradients stored, or
+    # none of that: one in the middle left nodes marked for good, and later backward() calls
+    # refused, or dropped the gradients of a completed walk
+    with DeferredSigint():
+        _walking(nodes, retain_graph)
+        completed = False
+        try:
+            leaves = _propagate(root, seed, nodes)
+            completed = True
+        finally:
             _walked(nodes, retain_graph, completed)
-    for leaf, total in leaves.values():
-        leaf._accumulate_grad(total)
+        for leaf, total in leaves.values():
+            leaf._accumulate_grad(total)
 
 
 def _propagate(root: Node, seed: Array, nodes: Sequence[Node]) -> dict[int, tuple[Tensor, Array]]:
