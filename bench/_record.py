@@ -159,8 +159,9 @@ def _cpu_model() -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of python, numpy, torch and torchlean (the imported module's ``__version__``, not
-    an installed distribution's: review227 F6)."""
+    """Versions of python, numpy, torch and torchlean (``torchlean.__version__``: the installed
+    distribution's version, ``0+unknown`` when none is installed; the record's ``commit`` says
+    which folder was imported)."""
     import torchlean
 
     return {
@@ -182,9 +183,10 @@ def worst(values: Iterable[float]) -> float:
 
 
 def child_environment() -> dict[str, str]:
-    """The environment of a child Python a script measures in (``python -c``, whose ``sys.path``
-    starts at the working directory): ``PYTHONPATH`` led by the folder torchlean was imported
-    from here, so the child imports the library the record names (review227 F2)."""
+    """The environment of a child Python a script measures in: ``PYTHONPATH`` led by the folder
+    torchlean was imported from here, so the child imports the library the record names (review227
+    F2); start it with ``-P`` too, or ``python -c`` puts the working directory first
+    (review231 F2)."""
     import torchlean
 
     imported = str(Path(torchlean.__file__).resolve().parents[1])

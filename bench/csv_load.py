@@ -126,7 +126,7 @@ def measure(path: Path, reader: str) -> dict[str, Any]:
         raise SystemExit("bench/csv_load.py measures memory from /proc/self/status, which this "
                          f"system ({sys.platform}) does not have; run it on Linux")
     done = subprocess.run(  # the child imports the torchlean the record names (review227 F2)
-        [sys.executable, "-c", _CHILD, str(path), reader], capture_output=True, text=True, check=False,
+        [sys.executable, "-P", "-c", _CHILD, str(path), reader], capture_output=True, text=True, check=False,
         env=_record.child_environment(),
     )
     if done.returncode != 0:

@@ -60,6 +60,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's torchlean, installed or not (review231 F3)
+    sys.path.insert(1, str(ROOT))
 DEFAULT_OUT = ROOT / "bench" / "results" / "exception_probe.json"
 MODULE_NAME = "torchlean_exception_probe"
 CASE_TIMEOUT = 120.0

@@ -63,7 +63,7 @@ def one_run(mode: str, threads: int, op: str, dtype: str) -> dict[str, float] | 
     """One fresh process's first- and second-call relative errors, or the last line a process
     that failed wrote (its exit status when it wrote nothing)."""
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, mode, str(threads), op, dtype],
+        done = subprocess.run([sys.executable, "-P", "-c", CHILD, mode, str(threads), op, dtype],
                               capture_output=True, text=True, timeout=300, check=False,
                               env=_record.child_environment())  # the torchlean recorded (review227 F2)
     except subprocess.TimeoutExpired:

@@ -257,7 +257,8 @@ def class_coverage_note(y: Array, test_rows: Array, kind: Task, classes: tuple[s
     test`` repeats it. ``test_rows`` are row indices or a boolean mask.
 
     Raises:
-        DataError: class ids that :func:`split_rows` refuses; ``test_rows`` of another dtype.
+        DataError: class ids that :func:`split_rows` refuses; ``test_rows`` that are not distinct
+            row indices in ``[0, n)`` nor a boolean mask of ``n`` rows.
     """
     if kind != "classification":
         return ""
@@ -265,8 +266,17 @@ def class_coverage_note(y: Array, test_rows: Array, kind: Task, classes: tuple[s
     rows = np.asarray(test_rows)
     if rows.size == 0:  # [] is float64 to numpy
         rows = rows.astype(np.int64)
-    if rows.dtype != np.bool_ and rows.dtype.kind not in "iu":
-        raise DataError(f"test_rows must be row indices (integers) or a boolean mask, got dtype {rows.dtype}")
+    n = len(ids)
+    if rows.dtype == np.bool_:
+        fits = rows.shape == (n,)
+    else:  # review231 F8: each row once, in range (a negative index wrapped, a repeat counted twice)
+        fits = rows.dtype.kind in "iu" and rows.ndim == 1 and (rows.size == 0 or (
+            int(rows.min()) >= 0 and int(rows.max()) < n and np.unique(rows).size == rows.size))
+    if not fits:
+        raise DataError(
+            f"test_rows must be distinct row indices in [0, {n}) or a boolean mask of {n} rows, got "
+            f"{rows.dtype} of shape {rows.shape}"
+        )
     # counted by class present (review225 F4: np.bincount sized an array by the largest id), and
     # test_rows used as given: indices, or a boolean mask
     count = {int(c): int(n) for c, n in zip(*np.unique(ids, return_counts=True), strict=True)}

@@ -4,8 +4,9 @@
 seeded train/test split (scikit-learn ``train_test_split``; stratified by class for classification
 whenever every class has at least two samples and both splits can hold every class) and features
 standardised with statistics fitted on the **train split only** (scikit-learn ``StandardScaler``; a
-zero-variance feature gets scale 1, so it becomes 0 instead of NaN; so does one whose variance
-scikit-learn's near-constant test takes as 0 for the size of its mean, which becomes x - mean).
+zero-variance feature gets scale 1, so it becomes 0 instead of NaN; one whose variance
+scikit-learn's near-constant test takes as 0 for the size of its mean gets scale 1 too, and becomes
+x - mean).
 With ``val_fraction=F`` a validation part is held out of the train split (:func:`validation_rows`:
 ``train_test_split`` of the train split's rows with the same seed, stratified by class for
 classification) and the statistics are fitted on the rest of the train split only, the part trained

@@ -188,7 +188,7 @@ def _actual_dims(actual: object, what: str) -> tuple[int, ...]:
             raise ShapeSpecError(f"{what}: actual shape is a memoryview that cannot be read ({error}) "
                                  f"{accepted}") from None
         if items_format not in ("B", "b", "c"):
-            if isinstance(shown_items, list) and all(isinstance(d, int) and d >= 0 for d in shown_items):
+            if isinstance(shown_items, list) and all(type(d) is int and d >= 0 for d in shown_items):
                 return tuple(shown_items)
             raise ShapeSpecError(f"{what}: actual shape {shown_items!r} (memoryview) is not a sequence of "
                                  f"non-negative ints {accepted}")

@@ -522,7 +522,9 @@ def test_check_dims_accepts_an_array_array_of_ints_and_a_memoryview_of_one() -> 
     for view, shown in ((released, "is a memoryview that cannot be read (operation forbidden on released "
                                    "memoryview object)"),
                         (memoryview(np.array([3.0, 4.0])), "[3.0, 4.0] (memoryview) is not a sequence of "
-                                                           "non-negative ints")):
+                                                           "non-negative ints"),
+                        (memoryview(np.array([True, True])), "[True, True] (memoryview) is not a sequence of "
+                                                             "non-negative ints")):  # review231 F7: bools
         with pytest.raises(ShapeSpecError) as info:
             check_dims(Shape[Literal[3], Literal[4]], view, what="x")
         assert str(info.value).startswith(f"x: actual shape {shown} (accepted: a tuple"), str(info.value)

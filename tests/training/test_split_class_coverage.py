@@ -158,5 +158,7 @@ def test_the_note_takes_an_empty_list_and_refuses_what_the_splits_refuse() -> No
         "metric does not measure them (more samples would)")
     with pytest.raises(data.DataError, match=r"^classification labels must be class ids, integers >= 0"):
         data.class_coverage_note(np.array([-1, 0, 0]), [0], "classification", ("a", "b"))
-    with pytest.raises(data.DataError, match=r"^test_rows must be row indices .* got dtype float64$"):
-        data.class_coverage_note(y, [0.0, 1.0], "classification", ("a", "b"))
+    for rows in ([0.0, 1.0], [0, 0], [-1], [4], [True, False]):  # review231 F8: repeats, range, mask length
+        with pytest.raises(data.DataError, match=r"^test_rows must be distinct row indices in \[0, 4\) or a "
+                                                 r"boolean mask of 4 rows, got "):
+            data.class_coverage_note(y, rows, "classification", ("a", "b"))
