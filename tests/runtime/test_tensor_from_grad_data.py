@@ -39,3 +39,21 @@ def test_a_list_holding_a_torchlean_tensor_that_requires_grad_is_refused() -> No
         "torchlean ops such as tl.concat and tl.reshape)"
     )
     assert tl.tensor([a.detach(), (a * 2.0).detach()]).numpy().tolist() == [1.5, 3.0]
+
+
+def test_writes_and_operands_of_such_lists_are_refused_in_their_own_words() -> None:
+    """review231 F9: item assignment, copy_ and constant operands gave numpy's conversion refusal
+    ("np.asarray, np.dot, ...", "as torch refuses too")."""
+    a = tl.tensor(np.float64(1.5), requires_grad=True)
+    t = tl.tensor(np.zeros(2))
+    for call, role in ((lambda: t.__setitem__(slice(None), [a, a * 2.0]), "the value of an item assignment"),
+                       (lambda: t.copy_([a, a * 2.0]), "the source of copy_()"),
+                       (lambda: tl.add(t, [a, a]), "a constant operand")):
+        with pytest.raises(TensorError) as caught:
+            call()
+        assert str(caught.value) == (
+            f"cannot use a list holding a torchlean tensor that requires grad as {role}: its tape history "
+            "would be dropped (accepted: its .detach(), or the tensor itself, built with torchlean ops such "
+            "as tl.concat and tl.reshape)"
+        )
+    np.testing.assert_array_equal(t.numpy(), np.zeros(2))  # nothing written

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from torchlean._checks import int_overflow, is_builtin_int, shown
 from torchlean._tensor_data import masked_entries, torch_elements_read
+from torchlean._tensor_errors import GradConversionError
 from torchlean.autograd import storage
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
@@ -92,6 +93,12 @@ def _constant_values(
         raise TensorError(f"{role}: {masked}")
     try:
         raw, value = _host_values(value, role)
+    except GradConversionError:  # review231 F9: numpy's conversion is no call of the user's
+        raise TensorError(
+            f"cannot use a list holding a torchlean tensor that requires grad as {role}: its tape history "
+            "would be dropped (accepted: its .detach(), or the tensor itself, built with torchlean ops "
+            "such as tl.concat and tl.reshape)"
+        ) from None
     except TensorError:  # a torch element refused, named (a ValueError too)
         raise
     except ValueError as exc:
