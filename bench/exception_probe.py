@@ -250,7 +250,7 @@ def _module_name(library: Path | None) -> str:
 def run_case(expression: str, library: Path | None, timeout: float = CASE_TIMEOUT) -> dict[str, Any]:
     """Evaluate ``expression`` (``module`` is the probe extension at ``library``) in a child
     process: ``{"outcome": "returns" | "raises <type>" | "crashed: <how>", "message": ...}``."""
-    command = [sys.executable, "-c", CHILD, _module_name(library), str(library or ""), expression]
+    command = [sys.executable, "-P", "-c", CHILD, _module_name(library), str(library or ""), expression]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, env=_environment(), timeout=timeout, check=False
@@ -272,7 +272,7 @@ def native_backtrace(expression: str, library: Path | None, timeout: float = GDB
         return None
     command = [
         debugger, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt",
-        "--args", sys.executable, "-c", CHILD, _module_name(library), str(library or ""), expression,
+        "--args", sys.executable, "-P", "-c", CHILD, _module_name(library), str(library or ""), expression,
     ]  # fmt: skip
     try:
         done = subprocess.run(

@@ -744,7 +744,7 @@ def _refusals(
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
     }
-    command = [sys.executable, "-c", REFUSAL_PROBE, device_type]
+    command = [sys.executable, "-P", "-c", REFUSAL_PROBE, device_type]  # -P: ROOT, not the cwd, first
     try:
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
         stdout, stderr = done.stdout, done.stderr

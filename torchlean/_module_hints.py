@@ -110,7 +110,8 @@ TORCH_NAMESPACE_HINTS: Final[dict[str, str]] = {
     **{name: _VALUES.format(name=name) for name in ("zeros", "ones", "full", "eye", "arange", "linspace")},
     # of the tensor's shape, not of the tensor (np.zeros_like(t) reads t's values: refused for a
     # tensor that requires grad, review231 F6)
-    **{f"{name}_like": f"torchlean builds no values itself: tl.tensor(np.{name}({args}), dtype=t.dtype)"
+    **{f"{name}_like": f"torchlean builds no values itself: tl.tensor(np.{name}({args}), dtype=t.dtype, "
+                       "device=t.device)"
        for name, args in (("zeros", "t.shape"), ("ones", "t.shape"), ("full", "t.shape, value"))},
     "randn": ("random values: tl.tensor(np.random.default_rng(seed).standard_normal(shape)), or "
               "tl.rand_uniform(shape, ...) for the session's seeded stream"),

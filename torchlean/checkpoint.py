@@ -1714,7 +1714,7 @@ def _check_training_meta(meta: object) -> dict[str, Any]:
     if not isinstance(meta, dict) or sorted(meta) != sorted(fields):
         # review229 F3: an object's keys read as its value (``got []`` for ``{}``)
         if not isinstance(meta, dict):
-            shown = repr(meta)
+            shown = json.dumps(meta)  # as the metadata spells it (review232 F7: null, not None)
         elif meta:
             shown = f"an object with the fields {_literals(sorted(meta))}"
         else:

@@ -254,15 +254,19 @@ F1, review145 F1, review146 F1)."""
 renew_in_forked_children(__name__, "_WALKS")
 
 
-def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
+def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> None:
     """Register a backward pass through ``nodes``: one that frees them (not ``retain_graph``)
     must be the only one there, one that keeps them may share them with others that keep them.
     Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
     nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
     gets an error naming the walk that frees the graph, as a second ``backward()`` after the first
     gets the freed-graph error (torch: "Trying to backward through the graph a second time").
-    The nodes are marked all or none: an exception while marking (a signal handler raising) undoes
-    what was marked (review231 F1).
+
+    The nodes are marked all or none, with SIGINT held back (a few microseconds), and ``marked``
+    gets ``True`` as the last step: an exception before it (a signal handler that raises) puts
+    every node back as it was, and one after it reaches the caller, which unmarks them
+    (:func:`_walked`) seeing ``marked`` (review230 F1, review231 F1, review232 F1: a graph left
+    partly marked refused every later ``backward()``, naming another thread).
 
     Raises:
         AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.
@@ -283,24 +287,36 @@ def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
                     f"(node `{node.name}`, in another thread); a backward() without retain_graph frees "
                     "it, so it must come after the others"
                 )
-        done = 0
-        try:
-            for node in nodes:
-                node._walks = -1 if not retain_graph else node._walks + 1
-                done += 1
-        except BaseException:
-            for node in nodes[:done]:
-                node._walks = 0 if not retain_graph else node._walks - 1
-            raise
+        before = [node._walks for node in nodes]
+        with DeferredSigint():
+            try:
+                for node, walks in zip(nodes, before, strict=True):
+                    node._walks = -1 if not retain_graph else walks + 1
+                marked.append(True)
+            except BaseException:
+                for node, walks in zip(nodes, before, strict=True):
+                    node._walks = walks
+                raise
 
 
 def _walked(nodes: Sequence[Node], retain_graph: bool, completed: bool) -> None:
-    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes."""
+    """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes. The
+    new counts are worked out first and then set, again in full if an exception (a signal
+    handler that raises) cuts the setting short, so no node is left marked."""
     with _WALKS:
-        for node in nodes:
-            if not retain_graph and completed:
-                node.free()
-            node._walks = 0 if not retain_graph else node._walks - 1
+        after = [0 if not retain_graph else node._walks - 1 for node in nodes]
+
+        def unmark() -> None:
+            for node, walks in zip(nodes, after, strict=True):
+                if not retain_graph and completed:
+                    node.free()
+                node._walks = walks
+
+        try:
+            unmark()
+        except BaseException:
+            unmark()
+            raise
 
 
 def run_backward(
@@ -329,20 +345,25 @@ def run_backward(
             f"{root.shape})"
         )
     nodes = _collect(root) if order is None else order
-    # review230 F1, review231 F1/F5: a Ctrl-C during a backward takes effect once it ends (main
-    # thread), so its graph is marked, walked and unmarked (freed) and its gradients stored, or
-    # none of that: one in the middle left nodes marked for good, and later backward() calls
-    # refused, or dropped the gradients of a completed walk
-    with DeferredSigint():
-        _walking(nodes, retain_graph)
-        completed = False
-        try:
-            leaves = _propagate(root, seed, nodes)
-            completed = True
-        finally:
-            _walked(nodes, retain_graph, completed)
-        for leaf, total in leaves.values():
-            leaf._accumulate_grad(total)
+    marked: list[bool] = []
+    completed = False
+    leaves: dict[int, tuple[Tensor, Array]] = {}
+    try:
+        _walking(nodes, retain_graph, marked)
+        leaves = _propagate(root, seed, nodes)
+        completed = True
+    finally:
+        if marked:
+            # a completed walk frees (or keeps) its graph and stores its gradients with SIGINT held
+            # back, so a Ctrl-C there takes effect after both, not between them (review231 F5: the
+            # gradients of a freed graph were lost); a Ctrl-C during the walk itself stops it at once
+            with DeferredSigint():
+                try:
+                    _walked(nodes, retain_graph, completed)
+                finally:
+                    if completed:
+                        for leaf, total in leaves.values():
+                            leaf._accumulate_grad(total)
 
 
 def _propagate(root: Node, seed: Array, nodes: Sequence[Node]) -> dict[int, tuple[Tensor, Array]]:
