@@ -241,6 +241,31 @@ def test_a_second_ctrl_c_stops_at_once_and_saves_nothing(capsys, tmp_path, monke
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
 
 
+def test_two_ctrl_c_inside_one_backward_stop_the_run_at_once(capsys, tmp_path, monkeypatch):
+    """review232 F2: with SIGINT held back for a whole backward, two presses inside one counted as
+    one, and the run finished, tested and saved. Both are sent from inside the walk of the second
+    epoch's first step (tape._propagate), where SIGINT is not held back."""
+    from torchlean.autograd import tape
+
+    original = tape._propagate
+    sent = []
+
+    def propagate(*args: Any) -> Any:
+        if not sent and getattr(propagate, "calls", 0) >= 1:
+            sent.append(True)
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        propagate.calls = getattr(propagate, "calls", 0) + 1  # type: ignore[attr-defined]
+        return original(*args)
+
+    monkeypatch.setattr(tape, "_propagate", propagate)
+    code, out, err = cli(capsys, "train", *SMALL, "--epochs", "4", "--save", str(tmp_path / "x.npz"))
+    assert sent and code == 130 and err.endswith(
+        "note: Ctrl-C again: the run stops at once, and nothing is saved\nerror: interrupted\n"
+    ), err
+    assert "saved:" not in out and not (tmp_path / "x.npz").exists()
+
+
 def _sigint_in(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
     """Send this process SIGINT as ``train`` starts its test pass (``"testing"``) or once its
     checkpoint is written (``"saved"``: when the record's digest of its weights is taken)."""
