@@ -38,20 +38,22 @@ _SIGINT = int(signal.SIGINT)
 
 
 class DeferredSigint:
-    """``with DeferredSigint():`` runs the body with SIGINT held back (main thread only); a SIGINT
-    that arrived meanwhile is handed to the previous handler when the block ends (it raises
-    ``KeyboardInterrupt`` there, after the body, by Python's default handler)."""
+    """``with DeferredSigint():`` runs the body with SIGINT held back (main thread only); each
+    SIGINT that arrived meanwhile is handed to the previous handler when the block ends, in order
+    (Python's default handler raises ``KeyboardInterrupt`` at the first, after the body; a
+    program's own handler, such as ``torchlean train``'s, sees every press: its "Ctrl-C again
+    stops at once" holds for two presses inside one block, review232 F2)."""
 
     __slots__ = ("_active", "_pending", "_previous")
 
     def __init__(self) -> None:
         self._active = False
-        self._pending: tuple[int, FrameType | None] | None = None
+        self._pending: list[tuple[int, FrameType | None]] = []
         self._previous: Any = None
 
     def _hold(self, signum: int, frame: FrameType | None) -> None:
         if self._active:
-            self._pending = (signum, frame)
+            self._pending.append((signum, frame))
         else:  # a signal handled after the block ended (the handler was being restored)
             self._previous(signum, frame)
 
@@ -81,9 +83,9 @@ class DeferredSigint:
             return
         _set_handler(_SIGINT, previous)  # first: a SIGINT from now on goes to it directly
         self._active = False
-        pending, self._pending, self._previous = self._pending, None, None
-        if pending is not None:
-            previous(*pending)  # the Ctrl-C that arrived inside the block: KeyboardInterrupt now
+        pending, self._pending, self._previous = self._pending, [], None
+        for signum, frame in pending:  # the presses that arrived inside the block, in order
+            previous(signum, frame)  # Python's handler raises at the first: KeyboardInterrupt now
 
 
 def store_together(store: Callable[[], None]) -> None:

@@ -1,10 +1,11 @@
-"""review230 F1, review231 F1, review232 F1: an interrupt while ``backward()`` marked the graph's
-nodes as walked, or unmarked them, left part of the graph marked for good: every later
-``backward()`` through it was refused, naming another thread. A SIGINT raised inside the marking
-loop (from a trace hook, as a timer signal landing there would be) takes effect once the nodes are
-all marked, and the caller unmarks them; a KeyboardInterrupt raised there by other means (a
-SIGALRM handler) puts them back; one raised while they are unmarked completes the unmarking, and
-the walk's gradients are kept. The gradient is torch's ``d(sum(2x))/dx = 2`` (by hand)."""
+"""review230 F1, review231 F1, review232 F1/F2, review233 F1: an interrupt while ``backward()``
+marked the graph's nodes as walked, or unmarked them, left part of the graph marked for good: every
+later ``backward()`` through it was refused, naming another thread. A Ctrl-C (SIGINT) during a
+backward now takes effect once it ends, the walk complete and its gradients stored; a
+KeyboardInterrupt raised by other means (a SIGALRM handler) while marking puts the nodes back, and
+one while unmarking completes the unmarking and keeps the walk's gradients. The SIGINT and the
+KeyboardInterrupt are raised from a trace hook inside the loops, as a timer signal landing there
+would be. The gradient is torch's ``d(sum(2x))/dx = 2`` (by hand)."""
 
 from __future__ import annotations
 
@@ -80,27 +81,69 @@ def _interrupted_backward(y: tl.Tensor, retain: bool, hook: Any) -> None:
         sys.settrace(None)
 
 
-@pytest.mark.parametrize("interrupt", [_raise_sigint, _raise_keyboard_interrupt], ids=["sigint", "raised"])
+def _completed_then(x: tl.Tensor, y: tl.Tensor, retain: bool) -> None:
+    """The state of a walk that completed: its gradients stored, its graph kept (and walked
+    again) or freed (the freed-graph refusal, not "another thread")."""
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))
+    if retain:
+        y.backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 4.0))
+    else:
+        with pytest.raises(tl.AutogradError, match="freed by an earlier backward"):
+            y.backward()
+
+
+@pytest.mark.parametrize("function", ["_walking", "unmark", "_propagate"])
 @pytest.mark.parametrize("retain", [False, True])
-def test_an_interrupt_while_marking_leaves_the_graph_usable(
-    retain: bool, interrupt: Callable[[], None]
-) -> None:
+def test_a_ctrl_c_during_backward_takes_effect_once_it_ends(retain: bool, function: str) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     x, y = _chain()
-    _interrupted_backward(y, retain, _interrupting("_walking", interrupt))
+    hook = (_interrupting(function, _raise_sigint) if function != "_propagate"
+            else _calling(tape._propagate, _raise_sigint))
+    _interrupted_backward(y, retain, hook)
+    _completed_then(x, y, retain)
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_an_interrupt_raised_while_marking_puts_the_graph_back(retain: bool) -> None:
+    x, y = _chain()
+    _interrupted_backward(y, retain, _interrupting("_walking", _raise_keyboard_interrupt))
     assert x.grad is None  # stopped before the walk, the graph unmarked
     y.backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))
 
 
 @pytest.mark.parametrize("retain", [False, True])
-def test_an_interrupt_while_unmarking_finishes_the_walk(retain: bool) -> None:
+def test_an_interrupt_raised_while_unmarking_finishes_the_walk(retain: bool) -> None:
     x, y = _chain()
     _interrupted_backward(y, retain, _interrupting("unmark", _raise_keyboard_interrupt))
-    np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))  # the completed walk's gradients
-    if retain:  # kept, and walked again
-        y.backward()
-        np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 4.0))
-    else:  # freed, as a completed backward frees it: not "another thread"
-        with pytest.raises(tl.AutogradError, match="freed by an earlier backward"):
-            y.backward()
+    _completed_then(x, y, retain)
+
+
+def _calling(function: Any, interrupt: Callable[[], None]) -> Any:
+    """A ``sys.settrace`` hook calling ``interrupt`` as ``function`` is entered."""
+
+    def hook(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code is function.__code__:
+            sys.settrace(None)
+            interrupt()
+            return None
+        return hook
+
+    return hook
+
+
+def test_every_ctrl_c_held_back_reaches_the_handler_in_order() -> None:
+    """review232 F2: two presses inside one held block reached a program's handler as one."""
+    from torchlean._interrupts import DeferredSigint
+
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(len(seen)))
+    try:
+        with DeferredSigint():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+            assert seen == []
+        assert seen == [0, 1]
+    finally:
+        signal.signal(signal.SIGINT, previous)

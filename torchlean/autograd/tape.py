@@ -254,19 +254,15 @@ F1, review145 F1, review146 F1)."""
 renew_in_forked_children(__name__, "_WALKS")
 
 
-def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> None:
+def _walking(nodes: Sequence[Node], retain_graph: bool) -> None:
     """Register a backward pass through ``nodes``: one that frees them (not ``retain_graph``)
     must be the only one there, one that keeps them may share them with others that keep them.
     Two threads calling ``backward()`` on one graph both walked it (the freeing one releasing
     nodes under the other, or both adding their gradients: a doubled ``.grad``); the second now
     gets an error naming the walk that frees the graph, as a second ``backward()`` after the first
     gets the freed-graph error (torch: "Trying to backward through the graph a second time").
-
-    The nodes are marked all or none, with SIGINT held back (a few microseconds), and ``marked``
-    gets ``True`` as the last step: an exception before it (a signal handler that raises) puts
-    every node back as it was, and one after it reaches the caller, which unmarks them
-    (:func:`_walked`) seeing ``marked`` (review230 F1, review231 F1, review232 F1: a graph left
-    partly marked refused every later ``backward()``, naming another thread).
+    The nodes are marked all or none: an exception while marking (a signal handler that raises)
+    puts every node back as it was (review231 F1).
 
     Raises:
         AutogradError: a node is freed, being freed, or (for a freeing pass) walked by another.
@@ -288,21 +284,19 @@ def _walking(nodes: Sequence[Node], retain_graph: bool, marked: list[bool]) -> N
                     "it, so it must come after the others"
                 )
         before = [node._walks for node in nodes]
-        with DeferredSigint():
-            try:
-                for node, walks in zip(nodes, before, strict=True):
-                    node._walks = -1 if not retain_graph else walks + 1
-                marked.append(True)
-            except BaseException:
-                for node, walks in zip(nodes, before, strict=True):
-                    node._walks = walks
-                raise
+        try:
+            for node, walks in zip(nodes, before, strict=True):
+                node._walks = -1 if not retain_graph else walks + 1
+        except BaseException:
+            for node, walks in zip(nodes, before, strict=True):
+                node._walks = walks
+            raise
 
 
 def _walked(nodes: Sequence[Node], retain_graph: bool, completed: bool) -> None:
     """Unregister a pass of :func:`_walking`; a freeing pass that completed frees the nodes. The
     new counts are worked out first and then set, again in full if an exception (a signal
-    handler that raises) cuts the setting short, so no node is left marked."""
+    handler that raises) cuts the setting short."""
     with _WALKS:
         after = [0 if not retain_graph else node._walks - 1 for node in nodes]
 
@@ -323,6 +317,14 @@ def run_backward(
     root: Node, seed: Array, *, retain_graph: bool = False, order: Sequence[Node] | None = None
 ) -> None:
     """Propagate ``seed`` (the cotangent of ``root``'s output) to every reachable leaf's ``.grad``.
+
+    A Ctrl-C (SIGINT, in the main thread) during the backward takes effect once it ends, its graph
+    marked, walked, unmarked (freed, without ``retain_graph``) and its gradients stored, as torch's
+    backward, which runs in C++, acts on it then: an interrupt in the middle left nodes marked for
+    good, or a freed graph without its gradients (review230 F1, review231 F1/F5, review233 F1).
+    Each press is handed on then, in order (:class:`~torchlean._interrupts.DeferredSigint`), so
+    ``torchlean train``'s "Ctrl-C again stops at once" holds for two presses inside one backward
+    (review232 F2).
 
     Args:
         root: the node that produced the tensor ``backward`` was called on.
@@ -345,25 +347,20 @@ def run_backward(
             f"{root.shape})"
         )
     nodes = _collect(root) if order is None else order
-    marked: list[bool] = []
-    completed = False
-    leaves: dict[int, tuple[Tensor, Array]] = {}
-    try:
-        _walking(nodes, retain_graph, marked)
-        leaves = _propagate(root, seed, nodes)
-        completed = True
-    finally:
-        if marked:
-            # a completed walk frees (or keeps) its graph and stores its gradients with SIGINT held
-            # back, so a Ctrl-C there takes effect after both, not between them (review231 F5: the
-            # gradients of a freed graph were lost); a Ctrl-C during the walk itself stops it at once
-            with DeferredSigint():
-                try:
-                    _walked(nodes, retain_graph, completed)
-                finally:
-                    if completed:
-                        for leaf, total in leaves.values():
-                            leaf._accumulate_grad(total)
+    with DeferredSigint():
+        _walking(nodes, retain_graph)
+        completed = False
+        leaves: dict[int, tuple[Tensor, Array]] = {}
+        try:
+            leaves = _propagate(root, seed, nodes)
+            completed = True
+        finally:
+            try:
+                _walked(nodes, retain_graph, completed)
+            finally:
+                if completed:
+                    for leaf, total in leaves.values():
+                        leaf._accumulate_grad(total)
 
 
 def _propagate(root: Node, seed: Array, nodes: Sequence[Node]) -> dict[int, tuple[Tensor, Array]]:
