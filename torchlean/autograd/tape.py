@@ -346,8 +346,8 @@ def run_backward(
             f"autograd: seed gradient shape mismatch for output (seed {tuple(seed.shape)}, output "
             f"{root.shape})"
         )
-    nodes = _collect(root) if order is None else order
-    with DeferredSigint():
+    with DeferredSigint():  # the collection of the nodes too (review234 F2)
+        nodes = _collect(root) if order is None else order
         _walking(nodes, retain_graph)
         completed = False
         leaves: dict[int, tuple[Tensor, Array]] = {}
