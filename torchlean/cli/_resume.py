@@ -772,8 +772,6 @@ def _names_run_label(message: str, resumed: Resumed) -> bool:
     return f", column {data.display_name(resumed.saved.label_column)}: " in message
 
 
-
-
 def _moved_label_advice(resumed: Resumed, where: str, columns: Callable[[], Sequence[str] | None]) -> str:
     """The advice on a run's label column read as a feature column (``where`` the run read it):
     pass ``--label-column`` if the columns were moved (and the features' order too, where the
