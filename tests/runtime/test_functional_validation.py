@@ -296,6 +296,15 @@ INT_PARAM_CALLS: list[tuple[str, Callable[[tl.Tensor], object], str]] = [
     ("masked-softmax", lambda x: tl.hard_masked_softmax(x, [True, True], 1.0), r"hard_masked_softmax: axis"),
     ("reduce_sum", lambda x: tl.reduce_sum(x, 1.5), r"reduce_sum: axis must be an integer; got 1.5"),
     ("reduce_mean-tuple", lambda x: x.mean((0, 1.0)), r"reduce_mean: axis\[1\] must be an integer"),
+    # a 0-d tensor is iterable to Python; iterating it raised "iteration over a 0-d tensor" (review236 F1)
+    (
+        "reduce_sum-torch-0d",
+        lambda x: tl.reduce_sum(x, torch.tensor(1)),
+        r"reduce_sum: axis must be an integer; got tensor\(1\)",
+    ),
+    ("reduce_mean-0d", lambda x: x.mean(dim=tl.tensor(1)), r"reduce_mean: axis must be an integer; got Ten"),
+    ("logsumexp-0d", lambda x: tl.logsumexp(x, torch.tensor(0)), r"logsumexp: axis must be an integer"),
+    ("reduce_sum-0d-in-tuple", lambda x: x.sum((torch.tensor(0),)), r"reduce_sum: axis\[0\] must be an"),
     ("permute", lambda x: x.permute(1, 0.0), r"permute: perm\[1\] must be an integer; got 0.0"),
     ("transpose", lambda x: tl.transpose(x, 0, 1.0), r"transpose: axis1 must be an integer"),
     (

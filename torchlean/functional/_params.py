@@ -92,7 +92,9 @@ def _axes(fn: str, axis: Axes) -> int | tuple[int, ...] | None:
         return None
     if is_int(axis):
         return int(axis)
-    zero_d = isinstance(axis, np.ndarray) and axis.ndim == 0  # iterable to Python, not to iterate
+    # a 0-d array or tensor (numpy's, torch's, torchlean's) is iterable to Python but iterating it
+    # raises "iteration over a 0-d tensor": it goes to _int, which names it (review236 F1)
+    zero_d = getattr(axis, "shape", None) == ()
     if isinstance(axis, Iterable) and not isinstance(axis, str | bytes) and not zero_d:
         return _ints(fn, "axis", axis)
     return _int(fn, "axis", axis)
