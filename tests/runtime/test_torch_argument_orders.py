@@ -556,11 +556,18 @@ def test_cross_entropy_hints_with_label_smoothing_spell_torchs_smoothed_losses()
         with pytest.raises(tl.TensorTypeError) as weighted:
             tl.cross_entropy(logits, ids, label_smoothing=s, weight=tl.tensor(w))  # type: ignore[arg-type]
         assert "w the class weights as a numpy array (w.numpy() of a Tensor)" in str(weighted.value)
-        assert ("with label_smoothing=0.1, torch's is (1 - 0.1) times that plus 0.1 / C times "
-                "tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / w[ids].sum()") in str(weighted.value)
+        assert ("with label_smoothing=0.1, torch's for class ids is (1 - 0.1) times the weighted mean "
+                "plus 0.1 / C times tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / w[ids].sum()"
+                ) in str(weighted.value)
+        # review236 F2: for probabilities the smoothed target goes into their weighted formula
+        assert ("for class probabilities torch's is the mean over the N samples of -tl.reduce_sum(probs * "
+                "w * tl.log_softmax(logits, 1), 1)") in str(weighted.value)
+        assert ("and for class probabilities the formula for them with probs * (1 - 0.1) + 0.1 / C in "
+                "place of probs") in str(weighted.value)
         weights = tl.tensor(w).numpy()  # the hint's w.numpy() of a Tensor
         weighted_mean = (tl.reduce_sum(plain * weights[ids]) / weights[ids].sum()) * (1 - s) + (
             tl.reduce_sum(-lp * weights) / weights[ids].sum()) * (s / classes)
+        weighted_probs = tl.reduce_mean(-tl.reduce_sum(soft * weights * lp, 1))
     ce = torch.nn.functional.cross_entropy
     none = ce(t, torch.tensor(ids), label_smoothing=s, reduction="none")
     np.testing.assert_allclose(smoothed.numpy(), none.numpy(), rtol=1e-13, atol=0)
@@ -571,6 +578,8 @@ def test_cross_entropy_hints_with_label_smoothing_spell_torchs_smoothed_losses()
     assert mean * len(ids) == pytest.approx(total, rel=1e-13)  # the hint's other 'sum' spelling agrees
     expected = ce(t, torch.tensor(ids), weight=torch.tensor(w), label_smoothing=s)
     assert float(weighted_mean.numpy()) == pytest.approx(float(expected), rel=1e-13)
+    expected_probs = ce(t, torch.tensor(probs), weight=torch.tensor(w), label_smoothing=s)
+    assert float(weighted_probs.numpy()) == pytest.approx(float(expected_probs), rel=1e-13)
 
 
 def test_cross_entropy_takes_torchs_ignore_index_where_it_changes_nothing() -> None:

@@ -194,15 +194,18 @@ def _smoothed(smoothing: float) -> str:
 
 def _smoothed_weighted(smoothing: float) -> str:
     """The clause the weight refusals add for a call with ``label_smoothing``: torch's weighted,
-    smoothed mean (``cross_entropy_loss_label_smoothing`` in ATen's LossNLL.cpp weights the
-    smoothing term by class and divides it by the same sum of the samples' weights); ``""``
-    without smoothing."""
+    smoothed mean for class ids (``cross_entropy_loss_label_smoothing`` in ATen's LossNLL.cpp
+    weights the smoothing term by class and divides it by the same sum of the samples' weights)
+    and for probabilities (the smoothed target in the weighted formula, a mean over the N
+    samples); ``""`` without smoothing."""
     if smoothing == 0.0:
         return ""
     return (
-        f"; with label_smoothing={smoothing!r}, torch's is (1 - {smoothing!r}) times that plus "
-        f"{smoothing!r} / C times tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / w[ids].sum() for (N, C) "
-        "logits (C the number of classes, w along the class axis)"
+        f"; with label_smoothing={smoothing!r}, torch's for class ids is (1 - {smoothing!r}) times "
+        f"the weighted mean plus {smoothing!r} / C times tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / "
+        "w[ids].sum() for (N, C) logits (C the number of classes, w along the class axis), and for "
+        f"class probabilities the formula for them with probs * (1 - {smoothing!r}) + {smoothing!r} / C "
+        "in place of probs (review236 F2: no w[ids], as probabilities have no ids)"
     )
 
 
