@@ -850,6 +850,19 @@ def test_dropout_refuses_an_array_for_x_and_its_masks_follow_the_session_counter
     assert set(np.unique(first)) <= {0.0, 2.0}
 
 
+def test_eval_batch_norm_with_zero_eps_and_zero_variance_is_the_quotient_the_docstring_names() -> None:
+    """review236 F5: eval with ``eps=0`` and a zero running variance is ``(x - mean) / 0``: ``±inf``
+    where x differs from the mean, NaN where it equals it (torch's fused kernel gives NaN or
+    ``-inf`` instead, as the docstring says)."""
+    x = np.array([[1.0, -2.0], [0.5, 0.5]])
+    mean, var = np.array([0.0, 0.5]), np.zeros(2)
+    got = tl.batch_norm(tl.tensor(x), running_mean=tl.tensor(mean), running_var=tl.tensor(var),
+                        training=False, eps=0.0).numpy()
+    np.testing.assert_array_equal(got, [[np.inf, -np.inf], [np.inf, np.nan]])
+    theirs = TF.batch_norm(torch.tensor(x), torch.tensor(mean), torch.tensor(var), training=False, eps=0.0)
+    assert np.isnan(theirs.numpy()[0, 0])  # the difference the docstring names
+
+
 @pytest.mark.parametrize("training", [False, True])
 @pytest.mark.parametrize("stat", ["running_mean", "running_var"])
 def test_batch_norm_refuses_running_statistics_that_require_grad(training: bool, stat: str) -> None:

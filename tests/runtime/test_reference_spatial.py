@@ -1350,6 +1350,11 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         lambda: S.layer_norm(XP, normalized_ndim=0),
         "layer_norm: normalized_ndim=0 is out of range for x of shape (1, 2, 5) (accepted: an int in [1, 3])",
     ),
+    (  # review236 F4: the accepted range was the empty [1, 0]
+        "layer_norm-rank-0",
+        lambda: S.layer_norm(np.array(2.0), normalized_ndim=1),
+        "layer_norm: x has rank 0, shape () (accepted: rank >= 1; normalized_ndim counts x's trailing axes)",
+    ),
     (
         "layer_norm-normalized-ndim-large",
         lambda: S.layer_norm(XP, normalized_ndim=4),

@@ -129,6 +129,11 @@ def batch_norm(
     Shapes: x ``(N, C, *spatial)`` float32/float64; weight, bias, running_mean, running_var ``(C,)``
     or None, in x's dtype. Returns a tensor of x's shape.
 
+    Eval computes ``(x - running_mean) / sqrt(running_var + eps)`` (then ``* weight + bias``), so
+    ``eps=0`` (accepted in eval, as torch) with a zero running variance gives ``±inf`` where ``x``
+    differs from the mean and NaN where it equals it; torch's fused eval kernel (``x * invstd +
+    ...``) gives NaN or ``-inf`` there instead (review236 F5). With any ``eps > 0`` the two agree.
+
     Raises:
         GuardError: bad shapes or dtypes, eval without both running statistics, running
             statistics in training (ignored there, where torch's call updates them), one value per

@@ -56,6 +56,7 @@ from torchlean._checks import is_int, padding_index
 from torchlean._tensor_shapes import expanded_shape
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import reshape_target
+from torchlean.backend.providers.reference.spatial_guards import normalized_ndim_fault
 from torchlean.functional._params import _int, _ints, _real
 from torchlean.ir.builder import BuiltGraph, GraphBuilder, Param
 from torchlean.ir.errors import IRError
@@ -442,11 +443,9 @@ class GraphOps:
         assert w is not None and b is not None
         shape = self.shape(x)
         ndim = _int("layer_norm", "normalized_ndim", normalized_ndim)  # eager's type refusal (review174 F3)
-        if not 1 <= ndim <= len(shape):
-            raise GuardError(  # eager's refusal (review173 F5: past the rank, the last axis was normalised)
-                f"layer_norm: normalized_ndim={normalized_ndim!r} is out of range for x of shape {shape} "
-                f"(accepted: an int in [1, {len(shape)}])"
-            )
+        fault = normalized_ndim_fault(normalized_ndim, ndim, shape)
+        if fault is not None:  # eager's refusal (review173 F5: past the rank, the last axis was normalised)
+            raise GuardError(f"layer_norm: {fault}")
         axis = len(shape) - ndim
         node = self.builder.layernorm(self._ref(x), axis, LayerNormParams(w.value, b.value, eps))
         self.payload_params[node] = (self._param_of(w), self._param_of(b))

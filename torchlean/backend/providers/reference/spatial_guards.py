@@ -673,6 +673,20 @@ def check_smooth_max_pool(
     return window
 
 
+def normalized_ndim_fault(given: object, ndim: int | None, shape: tuple[int, ...]) -> str | None:
+    """What is wrong with ``layer_norm``'s ``normalized_ndim`` (``given``, ``ndim`` its integer
+    value or None) for ``x`` of ``shape``, or None: an ``x`` of rank 0 is named as such (review236
+    F4: the accepted range was the empty ``[1, 0]``), else ``ndim`` outside ``[1, rank]``."""
+    if not shape:
+        return "x has rank 0, shape () (accepted: rank >= 1; normalized_ndim counts x's trailing axes)"
+    if ndim is None or not 1 <= ndim <= len(shape):
+        return (
+            f"normalized_ndim={given!r} is out of range for x of shape {shape} "
+            f"(accepted: an int in [1, {len(shape)}])"
+        )
+    return None
+
+
 def check_layer_norm(
     x: object, weight: object = None, bias: object = None, *, normalized_ndim: object = 1, eps: object = 1e-5
 ) -> tuple[int, ...]:
@@ -686,12 +700,10 @@ def check_layer_norm(
     op = "layer_norm"
     xs = _array(op, "x", x)
     k = _as_int(normalized_ndim)
-    if k is None or not 1 <= k <= xs.ndim:
-        raise _fail(
-            op,
-            f"normalized_ndim={normalized_ndim!r} is out of range for x of shape {xs.shape} "
-            f"(accepted: an int in [1, {xs.ndim}])",
-        )
+    fault = normalized_ndim_fault(normalized_ndim, k, xs.shape)
+    if fault is not None:
+        raise _fail(op, fault)
+    assert k is not None
     axes = tuple(range(xs.ndim - k, xs.ndim))
     affine_shape = tuple(xs.shape[a] for a in axes)
     for name, value in (("weight", weight), ("bias", bias)):
