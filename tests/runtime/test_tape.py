@@ -388,8 +388,27 @@ def test_each_saved_array_is_named_by_its_place_when_modified_in_place() -> None
     bias = _f64([0.5, 0.0, -0.5])
     normed = tl.layer_norm(xs, None, bias)  # the absent weight is operand 1: the bias is input 2
     bias.copy_(np.zeros(3))
-    with pytest.raises(AutogradError, match=r"^autograd: the input 2 saved by `layer_norm` for backward"):
+    with pytest.raises(AutogradError, match=r"^autograd: the input 2 \(bias\) saved by `layer_norm` for "):
         normed.backward(np.ones((1, 3)))
+
+
+def test_a_batch_norm_layers_running_statistics_written_by_a_training_forward_are_named() -> None:
+    """review236 F3: an eval forward then a training forward of a batch-norm model in one graph is
+    refused (torch runs it and its gradient reads the updated running variance); the refusal named
+    "input 3" and an in-place change the user never wrote."""
+    model = tl.nn.build(tl.nn.sequential(tl.nn.linear(3, 4), tl.nn.batch_norm1d(4, 1e-5, 0.2)),
+                        input_shape=(3,), dtype="float64")
+    params = model.tensors()
+    rng = np.random.default_rng(14)
+    evaluated = tl.reduce_sum(model(tl.tensor(rng.standard_normal((5, 3))), params, training=False))
+    trained = tl.reduce_sum(model(tl.tensor(rng.standard_normal((3, 3))), params, training=True))
+    with pytest.raises(AutogradError) as caught:
+        (evaluated + trained).backward()
+    assert str(caught.value).startswith(
+        "autograd: the input 3 (running_mean, which an nn batch_norm layer's training forward updates in "
+        "place) saved by `batch_norm` for backward was modified in place (now at version 1, saved at "
+        "version 0)"
+    )
 
 
 def test_in_place_write_through_a_detached_view_is_detected() -> None:

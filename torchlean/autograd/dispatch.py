@@ -210,6 +210,28 @@ signatures: ``linear(x, w, b=None)``, ``batch_norm(x, weight, bias, running_mean
 ...); every other position requires a Tensor."""
 
 
+_RUNNING_STATISTIC = "{}, which an nn batch_norm layer's training forward updates in place"
+INPUT_NAMES: Mapping[BackendOp, tuple[str, ...]] = MappingProxyType(
+    {
+        BackendOp.LINEAR: ("x", "weight", "bias"),
+        BackendOp.CONV: ("x", "weight", "bias"),
+        BackendOp.CONV_TRANSPOSE: ("x", "weight", "bias"),
+        BackendOp.LAYER_NORM: ("x", "weight", "bias"),
+        BackendOp.BATCH_NORM: (
+            "x", "weight", "bias", _RUNNING_STATISTIC.format("running_mean"),
+            _RUNNING_STATISTIC.format("running_var"),
+        ),
+        BackendOp.SCALED_DOT_PRODUCT_ATTENTION: ("q", "k", "v", "mask"),
+        BackendOp.HARD_MASKED_SOFTMAX: ("x", "mask"),
+        BackendOp.GATHER: ("x", "index"),
+        BackendOp.SCATTER_ADD: ("base", "index", "src"),
+    }
+)
+"""The names of an op's inputs (its functional form's parameters) where positions alone say
+little: the tape's refusal of an input modified in place names it (``the input 3 (running_mean,
+...) saved by `batch_norm```; review236 F3, review223 F6)."""
+
+
 def check_operands(op: BackendOp, inputs: Sequence[object]) -> None:
     """Every input position holds a :class:`~torchlean.tensor.Tensor`, or ``None`` at a position
     of :data:`OPTIONAL_INPUTS` (an absent optional input).
@@ -482,7 +504,8 @@ def execute_bound(bound: BoundKernel, inputs: Sequence[Tensor | None], params: M
     rule = _local_rule(linked, vjp, capsule, needs, params)
     if profiles:
         rule = _timed_rule(rule, capsule, profiles)
-    node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule)
+    node = Node(accepted.op.label, parents, saved, SavedArray(out, counter), rule,
+                INPUT_NAMES.get(accepted.op, ()))
     return Tensor._make(out, True, node, counter, accepted)
 
 

@@ -129,7 +129,10 @@ class SavedArray:
 class Node:
     """One recorded op: name, parents (per input position), saved arrays and the local rule."""
 
-    __slots__ = ("_freed", "_out", "_rule", "_saved", "_walks", "dtype", "name", "parents", "seq", "shape")
+    __slots__ = (
+        "_freed", "_input_names", "_out", "_rule", "_saved", "_walks", "dtype", "name", "parents", "seq",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -138,8 +141,12 @@ class Node:
         saved: tuple[SavedArray | None, ...],
         out: SavedArray,
         rule: LocalRule,
+        input_names: tuple[str, ...] = (),
     ) -> None:
+        """``input_names``: what the refusal of an input modified in place calls each input
+        position after its number (``input 3 (running_mean ...)``); ``()`` for numbers alone."""
         self.name = name
+        self._input_names = input_names
         self.seq = next(_SEQUENCE)
         self.parents: tuple[Tensor | None, ...] = parents
         self.shape: tuple[int, ...] = tuple(out.array.shape)
@@ -186,9 +193,14 @@ class Node:
             elif saved.counter.value == saved.version:
                 inputs.append(saved.array)
             else:
-                inputs.append(saved.unpack(self.name, f"input {len(inputs)}"))
+                inputs.append(saved.unpack(self.name, self._input_label(len(inputs))))
         output = out.array if out.counter.value == out.version else out.unpack(self.name, "output")
         return rule(g, tuple(inputs), output)
+
+    def _input_label(self, position: int) -> str:
+        """``input <position>``, with its name where the op gave one (review236 F3)."""
+        names = self._input_names
+        return f"input {position} ({names[position]})" if position < len(names) else f"input {position}"
 
     def free(self) -> None:
         """Release saved arrays, the rule and the parent edges."""
