@@ -240,6 +240,21 @@ def check_replaceable(path: Path) -> None:
         os.unlink(handle.name)
 
 
+def stream_sha256(handle: IO[bytes]) -> str:
+    """SHA-256 (hex, ``sha256sum``'s) of the bytes of the open binary file ``handle`` from its
+    start, read in 1 MiB blocks; ``handle`` is left at its start again.
+
+    Raises:
+        OSError: what reading ``handle`` raises.
+    """
+    handle.seek(0)
+    digest = hashlib.sha256()
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(block)
+    handle.seek(0)
+    return digest.hexdigest()
+
+
 def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> str | None:
     """Call ``write`` with a binary file open for writing, whose bytes become ``path``'s once it
     returns: a temporary file beside the target (``.<name>.<random>.tmp``) renamed over it, with
@@ -270,14 +285,11 @@ def replace_file(path: Path, write: Callable[[IO[bytes]], None]) -> str | None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())  # on disk before the rename (review76 F7): a crash leaves old or new
-            handle.seek(0)
-            digest = hashlib.sha256()
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+            digest = stream_sha256(handle)
         os.chmod(temporary, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~umask())
         os.replace(temporary, target)
         temporary = None
-        return digest.hexdigest()
+        return digest
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)

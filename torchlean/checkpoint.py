@@ -48,13 +48,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from torchlean import _npz
-from torchlean._atomic import replace_file
+from torchlean._atomic import replace_file, stream_sha256
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS
@@ -88,7 +88,7 @@ from torchlean.trainer import RECORD_ORDERS, ExecutionMode, Objective, RunConfig
 
 __all__ = [
     "CAPSULE_KEYS", "CAPSULE_LABELS", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "Checkpoint", "CheckpointError",
-    "FeatureValueError", "TrainingState", "load", "profile_name", "save",
+    "FeatureValueError", "TrainingState", "load", "load_digested", "profile_name", "save",
 ]
 
 FORMAT_VERSION = 2
@@ -1277,6 +1277,28 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             settings' values (``--batch-size``, ``--lr``, ``--freeze`` texts) are the command
             line's, read by ``torchlean train --resume``, which refuses those it cannot parse.
     """
+    return _load(path, digest=False)[0]
+
+
+def load_digested(path: str | os.PathLike[str]) -> tuple[Checkpoint, str]:
+    """:func:`load`, with the SHA-256 (hex, ``sha256sum``'s) of the bytes read: the file is opened
+    once, digested, read and digested again through that one open file, so a file another process
+    replaces meanwhile (``torchlean train --save`` and :func:`save` write a new file and rename it
+    over the old) changes neither what is read nor its digest (review237 F2: a path digested before
+    and after the read could pair one file's contents with a byte-identical other file's digest).
+    ``predict --report-json`` and ``inspect`` record it as ``checkpoint_sha256``.
+
+    Raises:
+        CheckpointError: what :func:`load` raises; the file was written in place while it was read
+            (the two digests differ: ``checkpoint <path> changed while it was read ...``).
+    """
+    saved, digest = _load(path, digest=True)
+    assert digest is not None
+    return saved, digest
+
+
+def _load(path: str | os.PathLike[str], *, digest: bool) -> tuple[Checkpoint, str | None]:
+    """:func:`load`, and with ``digest`` :func:`load_digested`'s digest (else None)."""
     _check_path(path)
     file = path if isinstance(path, Path) else Path(path)  # a Path subclass keeps how it prints
     named = path_shown(str(file))  # one line, nothing for the terminal (review103 F4, review210 F3)
@@ -1297,12 +1319,39 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
             raise CheckpointError(f"cannot read checkpoint {named}: {failure}")
         raise CheckpointError(f"checkpoint file not found: {missing_file_name(str(file))}")
     try:
-        with file.open("rb") as handle:
-            head = handle.read(len(_TORCH_LEGACY_MAGIC))
-        magic = head[: len(_NPY_MAGIC)]
-        is_zip = zipfile.is_zipfile(file)
+        handle = file.open("rb")
     except OSError as error:
         raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror}") from None
+    with handle:  # one open file for the digest and every read (review237 F2)
+        try:
+            before = stream_sha256(handle) if digest else None
+            head = handle.read(len(_TORCH_LEGACY_MAGIC))
+            is_zip = zipfile.is_zipfile(handle)
+        except OSError as error:
+            raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror}") from None
+        saved = _read_open(handle, named, head, is_zip)
+        if before is None:
+            return saved, None
+        try:
+            after = stream_sha256(handle)
+        except OSError as error:
+            raise CheckpointError(f"cannot read checkpoint {named}: {error.strerror}") from None
+    if after != before:  # written in place while it was read (a rename over it changes nothing here)
+        raise CheckpointError(
+            f"checkpoint {named} changed while it was read (written in place by another program), so "
+            "what was read and its digest may differ; run the command again once it is written"
+        )
+    return saved, before
+
+
+def _read_open(handle: BinaryIO, named: str, head: bytes, is_zip: bool) -> Checkpoint:
+    """The checkpoint in the open file ``handle`` (shown as ``named``), whose first bytes are
+    ``head`` and which ``zipfile.is_zipfile`` judged by ``is_zip``.
+
+    Raises:
+        CheckpointError: as :func:`load`, for what the file holds.
+    """
+    magic = head[: len(_NPY_MAGIC)]
     if magic == _NPY_MAGIC:
         raise CheckpointError(
             f"{named}: not a torchlean checkpoint: a single .npy array, not an .npz archive"
@@ -1318,7 +1367,7 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
         # np.load would read any other file as a pickle and suggest allow_pickle=True
         raise CheckpointError(f"{named}: not a numpy .npz archive (not a zip file)")
     try:
-        opened = zipfile.ZipFile(file)
+        opened = zipfile.ZipFile(handle)
     except _ARCHIVE_ERRORS as error:
         raise CheckpointError(f"{named}: not a numpy .npz archive ({error})") from None
     with opened as archive:

@@ -1,23 +1,27 @@
 """review207 F7: ``inspect`` printed, and ``predict --report-json`` recorded, a ``checkpoint_sha256``
 of a second read of the file, after ``checkpoint.load`` had read it; another process's ``--save``
-replacing the file between the reads paired one file's contents with another's digest. The digest
-is now of the file before and after the read, which must agree, else the command refuses.
+replacing the file between the reads paired one file's contents with another's digest. review237
+F2: digesting the path before and after the read still could, where the file was replaced and
+replaced back with identical bytes meanwhile. Now the file is opened once, and digested, read and
+digested again through that one open file (``checkpoint.load_digested``): a file renamed over it
+meanwhile (as ``--save`` writes) changes nothing read, and one written in place is refused.
 
-Oracle: ``hashlib.sha256`` of the file's bytes; a ``checkpoint.load`` wrapped to replace the file
-with another checkpoint right after reading it (as a concurrent ``--save`` would).
+Oracle: ``hashlib.sha256`` of the file's bytes; the archive reader wrapped to replace the file
+right after reading it, by a rename (as a concurrent ``--save`` would) or in place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from cli_runs import cli
 
-from torchlean import checkpoint
+from torchlean import checkpoint, provenance
 from torchlean.cli import main
 
 
@@ -35,51 +39,86 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _replaced_after_reading(monkeypatch: pytest.MonkeyPatch, path: Path, other: Path) -> None:
-    original = checkpoint.load
+def _replaced_after_reading(
+    monkeypatch: pytest.MonkeyPatch, path: Path, other: Path, *, rename: bool
+) -> None:
+    """After the archive is read, ``path`` is replaced by a copy of ``other``: renamed over it (as
+    ``--save`` writes) or written into it in place."""
+    original = checkpoint._read_archive
 
-    def load(given: object) -> checkpoint.Checkpoint:
-        saved = original(given)  # type: ignore[arg-type]
-        shutil.copyfile(other, path)  # another process's --save, between the reads
-        return saved
+    def read(archive: object) -> object:
+        result = original(archive)  # type: ignore[arg-type]
+        if rename:
+            copy = path.with_suffix(".tmp")
+            shutil.copyfile(other, copy)
+            os.replace(copy, path)
+        else:
+            shutil.copyfile(other, path)
+        return result
 
-    monkeypatch.setattr(checkpoint, "load", load)
+    monkeypatch.setattr(checkpoint, "_read_archive", read)
+
+
+def _argv(command: str, path: Path, tmp_path: Path) -> list[str]:
+    argv = [command, str(path), "--report-json", str(tmp_path / "record.json")]
+    if command == "predict":
+        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+    return argv
 
 
 @pytest.mark.parametrize("command", ["inspect", "predict"])
 def test_the_digest_is_of_the_bytes_read(two, tmp_path, capsys, command):
     first, _ = two
-    record = tmp_path / "record.json"
-    argv = [command, str(first), "--report-json", str(record)]
-    if command == "predict":
-        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
-    code, _, err = cli(capsys, *argv)
+    code, _, err = cli(capsys, *_argv(command, first, tmp_path))
     assert code == 0, err
-    assert json.loads(record.read_text())["checkpoint_sha256"] == _sha256(first)
+    assert json.loads((tmp_path / "record.json").read_text())["checkpoint_sha256"] == _sha256(first)
 
 
 @pytest.mark.parametrize("command", ["inspect", "predict"])
-def test_a_checkpoint_replaced_while_it_is_read_is_refused(two, tmp_path, capsys, monkeypatch, command):
+def test_a_checkpoint_renamed_over_while_it_is_read_is_read_whole_with_its_digest(
+    two, tmp_path, capsys, monkeypatch, command
+):
+    """review237 F2: what was read and the digest recorded are both the file that was opened."""
     first, second = two
     path = tmp_path / "m.npz"
     shutil.copyfile(first, path)
-    _replaced_after_reading(monkeypatch, path, second)
-    record = tmp_path / "record.json"
-    argv = [command, str(path), "--report-json", str(record)]
+    expected = _sha256(first)
     if command == "predict":
-        argv += ["--dataset", "iris", "--output", str(tmp_path / "p.csv")]
+        code, _, err = cli(capsys, *_argv(command, first, tmp_path))
+        assert code == 0, err
+        predictions = (tmp_path / "p.csv").read_text()
+    _replaced_after_reading(monkeypatch, path, second, rename=True)
+    code, _, err = cli(capsys, *_argv(command, path, tmp_path))
+    assert code == 0, err
+    assert _sha256(path) == _sha256(second) != expected  # the rename happened
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["checkpoint_sha256"] == expected
+    if command == "predict":
+        assert (tmp_path / "p.csv").read_text() == predictions  # the first file's model predicted
+    else:
+        assert record["weights_sha256"] == provenance.weights_sha256(checkpoint.load(first).weights)
+
+
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_a_checkpoint_written_in_place_while_it_is_read_is_refused(
+    two, tmp_path, capsys, monkeypatch, command
+):
+    first, second = two
+    path = tmp_path / "m.npz"
+    shutil.copyfile(first, path)
+    _replaced_after_reading(monkeypatch, path, second, rename=False)
+    argv = _argv(command, path, tmp_path)
     code, out, err = cli(capsys, *argv)
     assert code == 2 and out == ""
     assert err == (
-        f"error: checkpoint {path} changed while it was read (replaced by another process, such as a "
-        "torchlean train --save?), so what was read and its digest may be of different files; run the "
-        "command again once it is written\n"
+        f"error: checkpoint {path} changed while it was read (written in place by another program), so what "
+        "was read and its digest may differ; run the command again once it is written\n"
     )
-    assert not record.exists()
+    assert not (tmp_path / "record.json").exists()
     # the file as it stands now is read and digested as usual
     monkeypatch.undo()
     assert cli(capsys, *argv)[0] == 0
-    assert json.loads(record.read_text())["checkpoint_sha256"] == _sha256(second)
+    assert json.loads((tmp_path / "record.json").read_text())["checkpoint_sha256"] == _sha256(second)
 
 
 def test_predict_without_a_record_does_not_digest(two, tmp_path, capsys, monkeypatch):
@@ -87,7 +126,7 @@ def test_predict_without_a_record_does_not_digest(two, tmp_path, capsys, monkeyp
     first, second = two
     path = tmp_path / "m.npz"
     shutil.copyfile(first, path)
-    _replaced_after_reading(monkeypatch, path, second)
+    _replaced_after_reading(monkeypatch, path, second, rename=False)
     code, _, err = cli(capsys, "predict", str(path), "--dataset", "iris", "--output", str(tmp_path / "p.csv"))
     assert code == 0, err
 

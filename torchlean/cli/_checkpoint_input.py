@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-from torchlean import checkpoint, data, provenance
+from torchlean import checkpoint, data
 from torchlean._csv import BlankRowError
 from torchlean.backend.errors import TorchLeanError
 from torchlean.cli._output import shown_path
 
-__all__ = ["csv_refusal", "digested", "is_csv", "load"]
+__all__ = ["csv_refusal", "csv_refused", "is_csv", "load", "load_digested"]
 
 
 def is_csv(path: str | os.PathLike[str]) -> bool:
@@ -41,6 +41,20 @@ def csv_refusal(
     return TorchLeanError(f"{error}: {role} {shown} is a CSV text file, not a checkpoint ({usage})")
 
 
+@contextlib.contextmanager
+def csv_refused(path: str | Path, role: str, usage: str) -> Iterator[None]:
+    """Within the block, a :class:`~torchlean.checkpoint.CheckpointError` for ``path``, given as
+    ``role``, that is a CSV file becomes :func:`csv_refusal`'s error, with ``usage``, what the
+    command takes there; any other goes on as it is."""
+    try:
+        yield
+    except checkpoint.CheckpointError as error:
+        refusal = csv_refusal(error, path, role, usage)
+        if refusal is None:
+            raise
+        raise refusal from None
+
+
 def load(path: str | Path, role: str, usage: str) -> checkpoint.Checkpoint:
     """:func:`torchlean.checkpoint.load` of ``path``, given as ``role``.
 
@@ -49,37 +63,17 @@ def load(path: str | Path, role: str, usage: str) -> checkpoint.Checkpoint:
         TorchLeanError: it is not, and it is a CSV file: the reader's error and :func:`csv_refusal`'s
             clause, with ``usage``, what the command takes there.
     """
-    try:
+    with csv_refused(path, role, usage):
         return checkpoint.load(path)
-    except checkpoint.CheckpointError as error:
-        refusal = csv_refusal(error, path, role, usage)
-        if refusal is None:
-            raise
-        raise refusal from None
 
 
-def digested(
-    path: str | Path, read: Callable[[], checkpoint.Checkpoint]
-) -> tuple[checkpoint.Checkpoint, str]:
-    """``read()`` (the checkpoint at ``path``) with the SHA-256 of the bytes it read: the file is
-    digested before and after the read, and the two must agree, so that a report never pairs one
-    file's contents with another's digest (review207 F7: another process's ``--save`` may replace
-    the file between the reads).
+def load_digested(path: str | Path, role: str, usage: str) -> tuple[checkpoint.Checkpoint, str]:
+    """:func:`torchlean.checkpoint.load_digested` of ``path``, given as ``role``: the checkpoint and
+    the SHA-256 of the bytes read (review207 F7, review237 F2).
 
     Raises:
-        TorchLeanError: the digests differ (naming the file; run again once it is written), or the
-            file read cannot be digested afterwards; what ``read`` raises.
+        CheckpointError, TorchLeanError: as :func:`load`; the file was written in place while it
+            was read.
     """
-    before: str | None = None  # not a readable regular file: read() says why
-    if os.path.isfile(path):  # a FIFO is not opened here: it would wait for a writer
-        with contextlib.suppress(TorchLeanError):
-            before = provenance.file_sha256(path)
-    saved = read()
-    after = provenance.file_sha256(path)
-    if before != after:
-        raise TorchLeanError(
-            f"checkpoint {shown_path(path)} changed while it was read (replaced by another process, such as "
-            "a torchlean train --save?), so what was read and its digest may be of different files; run "
-            "the command again once it is written"
-        )
-    return saved, after
+    with csv_refused(path, role, usage):
+        return checkpoint.load_digested(path)

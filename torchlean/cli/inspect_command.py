@@ -563,12 +563,12 @@ def run(args: argparse.Namespace) -> int:
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)  # before report_beside
-    saved, digest = checkpoint_input.digested(args.checkpoint, lambda: checkpoint_input.load(
-        # review115 F6: a CSV file given as the checkpoint says so
+    # review115 F6: a CSV file given as the checkpoint says so
+    saved, digest = checkpoint_input.load_digested(
         args.checkpoint, "CHECKPOINT",
         "the order is inspect CHECKPOINT [--dataset DATA], CHECKPOINT a file written by torchlean train "
         "--save",
-    ))
+    )
     if args.dataset is not None and not shipped:
         _csv.check_file(args.dataset)  # review64 F2: a missing file is an error, as for predict
     record = facts(args.checkpoint, saved, digest, args.dataset, args.delimiter)

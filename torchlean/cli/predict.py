@@ -146,7 +146,7 @@ from torchlean.cli._args import (
     refuse_csv_options,
 )
 from torchlean.cli._audit import RECORD_ORDERS, print_capsules_used
-from torchlean.cli._checkpoint_input import csv_refusal, digested
+from torchlean.cli._checkpoint_input import csv_refusal
 from torchlean.cli._completion import completed
 from torchlean.cli._eager_hint import eager_alternative
 from torchlean.cli._loading import loading_bar
@@ -1037,7 +1037,7 @@ def run(args: argparse.Namespace) -> int:
     ``--output`` naming a file, a reader of the report on stdout that goes away (``| head -3``) does
     not stop the command before it writes the file (a ``note:`` on stderr says so)."""
     if args.checkpoint == STDIN_CHECKPOINT:  # refused before any other check, as argparse refused it
-        _load_checkpoint(args)
+        _load_checkpoint(args, digest=False)
     if is_stdout(args.output):
         args.output = None
     json_on_stdout = args.report_json == STDOUT or is_stdout(args.report_json)
@@ -1096,8 +1096,9 @@ class _NoteRecorder(io.TextIOBase):
         return str(getattr(self.stream, "encoding", None) or "utf-8")
 
 
-def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
-    """The checkpoint of ``predict CHECKPOINT``.
+def _load_checkpoint(args: argparse.Namespace, *, digest: bool) -> tuple[checkpoint.Checkpoint, str | None]:
+    """The checkpoint of ``predict CHECKPOINT``, and with ``digest`` the SHA-256 of the bytes read
+    (:func:`torchlean.checkpoint.load_digested`; else None).
 
     Raises:
         CheckpointError: ``CHECKPOINT`` is not a readable checkpoint (naming it and why).
@@ -1111,7 +1112,9 @@ def _load_checkpoint(args: argparse.Namespace) -> checkpoint.Checkpoint:
         swapped = _swapped_clause(args, data.STDIN)
         raise TorchLeanError(f"argument CHECKPOINT: {_STDIN_REFUSAL}{swapped}")
     try:
-        return checkpoint.load(args.checkpoint)
+        if digest:
+            return checkpoint.load_digested(args.checkpoint)
+        return checkpoint.load(args.checkpoint), None
     except checkpoint.CheckpointError as error:
         if not os.path.isfile(args.checkpoint):
             raise
@@ -1227,10 +1230,8 @@ def _run(args: argparse.Namespace, json_on_stdout: bool, notes: list[str] | None
         check_writable(args.output, "--output")
     if args.report_json is not None:
         check_writable(args.report_json, "--report-json")
-    if args.report_json is None:
-        saved, digest = _load_checkpoint(args), None
-    else:  # the digest of the bytes read (review207 F7)
-        saved, digest = digested(args.checkpoint, lambda: _load_checkpoint(args))
+    # the digest of the bytes read, for the record (review207 F7, review237 F2)
+    saved, digest = _load_checkpoint(args, digest=args.report_json is not None)
     if args.probabilities and saved.task != "classification":
         raise TorchLeanError(
             f"--probabilities applies to classification checkpoints, and checkpoint "
