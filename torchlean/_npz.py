@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import tokenize
 import warnings
 import zipfile
@@ -49,28 +50,52 @@ _PYTHON2_HEADER = "Reading `.npy` or `.npz` file required additional header pars
 """The start of numpy's warning for a header it reads only through its Python 2 fallback."""
 
 
+_PLAIN_HEADER = re.compile(
+    rb"\{'descr': '[<>|=]?[A-Za-z][0-9]*', 'fortran_order': (?:True|False), "
+    rb"'shape': \((?:|[0-9]+,|[0-9]+(?:, [0-9]+)+)\), \} *\n"
+)
+"""A ``.npy`` header as ``np.save`` writes one for an array of a plain dtype (``{'descr': '<f8',
+'fortran_order': False, 'shape': (3, 4), }``, padded with spaces, then a newline): one numpy
+parses without a warning, so it is read outside :func:`_unusual_header_quiet`'s filters."""
+
+
 @contextlib.contextmanager
 def _damage_refused(name: str) -> Iterator[None]:
     """Within the block, a damaged compressed member (``zlib.error``, ``LZMAError``) or a header
     numpy's parser fails on with other than a ``ValueError`` (``tokenize.TokenError``, a
     ``SyntaxError`` such as ``IndentationError``: numpy retries a header that is no Python literal
     with its Python 2 tokenizer) raises ``ValueError`` naming entry ``name``, as other damage does
-    (review207 F1, F2); numpy's warning about a header read through that fallback is not shown (a
-    header torchlean never writes; the array it declares is checked as any: review207 F5), nor
-    Python's about an invalid escape in a header's text."""
+    (review207 F1, F2)."""
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_PYTHON2_HEADER, category=UserWarning)
-            # a header holding '\\e' (an invalid escape) warns from ast.literal_eval, shown by
-            # default from Python 3.12 (review210 F2)
-            warnings.filterwarnings("ignore", category=SyntaxWarning)
-            warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape sequence")
-            yield
+        yield
     except _DECOMPRESSION_ERRORS as error:
         raise ValueError(f"entry {name!r}: its compressed data is damaged ({error})") from None
     except (tokenize.TokenError, SyntaxError) as error:
         raise ValueError(f"entry {name!r}: its .npy header cannot be parsed ({type(error).__name__}: "
                          f"{error})") from None
+
+
+@contextlib.contextmanager
+def _unusual_header_quiet(plain: bool) -> Iterator[None]:
+    """Within the block, unless the header is ``plain`` (:data:`_PLAIN_HEADER`), numpy's warning
+    about a header read through its Python 2 fallback is not shown (a header torchlean never
+    writes; the array it declares is checked as any: review207 F5), nor Python's about an invalid
+    escape in a header's text (review210 F2).
+
+    ``warnings.catch_warnings`` is not thread-safe: two threads inside it at once can leave its
+    filters installed for good (review237 F1: two threads loading checkpoints left an ``ignore``
+    of every ``SyntaxWarning``), so a plain header, every one ``np.save`` writes, is read without
+    it."""
+    if plain:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PYTHON2_HEADER, category=UserWarning)
+        # a header holding '\\e' (an invalid escape) warns from ast.literal_eval, shown by default
+        # from Python 3.12 (review210 F2)
+        warnings.filterwarnings("ignore", category=SyntaxWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape sequence")
+        yield
 
 
 class NotAnArray(ValueError):
@@ -91,6 +116,8 @@ class Entry:
     info: zipfile.ZipInfo
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
+    plain: bool
+    """Whether the header is one ``np.save`` writes (:data:`_PLAIN_HEADER`)."""
 
 
 def repeated_names(archive: zipfile.ZipFile) -> list[str]:
@@ -149,11 +176,13 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
         if length > MAX_HEADER_BYTES:
             raise ValueError(f"entry {name!r}: its .npy declares a header of {length} bytes (a plain array's "
                              f"takes under 200; accepted: at most {MAX_HEADER_BYTES})")
-        text = io.BytesIO(prefix + stream.read(length))
+        raw = stream.read(length)
+        plain = _PLAIN_HEADER.fullmatch(raw) is not None
         reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                   else np.lib.format.read_array_header_2_0)
         try:
-            shape, _, dtype = reader(text)
+            with _unusual_header_quiet(plain):
+                shape, _, dtype = reader(io.BytesIO(prefix + raw))
         except TypeError as error:  # keys numpy cannot sort: b'fortran_order' beside 'descr' (review210 F2)
             raise ValueError(
                 f"entry {name!r}: its .npy header cannot be parsed (TypeError: {error})"
@@ -161,7 +190,7 @@ def header(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo) -> Entry:
     if dtype.hasobject:  # review221 F3: named, as every other refusal of a header names its entry
         raise ValueError(f"entry {name!r}: its .npy declares dtype {dtype}, which only pickle reads "
                          f"({_PICKLE_REFUSED}; accepted: bool, integer, float and text arrays)")
-    return Entry(name, info, tuple(int(n) for n in shape), dtype)
+    return Entry(name, info, tuple(int(n) for n in shape), dtype, plain)
 
 
 def read(archive: zipfile.ZipFile, entry: Entry) -> npt.NDArray[Any]:
@@ -171,7 +200,7 @@ def read(archive: zipfile.ZipFile, entry: Entry) -> npt.NDArray[Any]:
         ValueError, EOFError, MemoryError, OSError, zipfile.BadZipFile: data shorter than the
             header declares, a bad CRC, damaged compressed data, and what :func:`header` raises.
     """
-    with _damage_refused(entry.name), archive.open(entry.info) as stream:
+    with _damage_refused(entry.name), _unusual_header_quiet(entry.plain), archive.open(entry.info) as stream:
         array = np.lib.format.read_array(stream, allow_pickle=False)
     if array.shape != entry.shape or array.dtype != entry.dtype:  # the member changed under us
         raise ValueError(f"entry {entry.name!r} changed while it was read")

@@ -827,3 +827,28 @@ def test_a_python2_style_header_loads_without_numpys_warning(good, tmp_path, cap
     np.testing.assert_array_equal(loaded.weights["0.bias"], np.arange(4, dtype=np.float32), strict=True)
     assert main(["inspect", str(path)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_checkpoint_np_save_wrote_is_read_without_touching_the_warning_filters(good, monkeypatch):
+    """review237 F1: every load entered ``warnings.catch_warnings`` (not thread-safe): two threads
+    loading at once left its ``ignore`` filters, one of every ``SyntaxWarning``, for good. Headers
+    as ``np.save`` writes them are read without it; a Python 2 style header still is quiet."""
+    import threading
+    import warnings
+
+    from torchlean import _npz
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("catch_warnings entered for a plain header")
+
+    monkeypatch.setattr(_npz.warnings, "catch_warnings", refused)
+    loaded = checkpoint.load(good)
+    assert loaded.weights
+    monkeypatch.undo()
+    before = list(warnings.filters)
+    threads = [threading.Thread(target=lambda: [checkpoint.load(good) for _ in range(10)]) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert warnings.filters == before
