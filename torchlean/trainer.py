@@ -52,6 +52,7 @@ from torchlean._checks import (
     shown_briefly,
     shown_safely,
 )
+from torchlean._exclusive import Exclusive, one_at_a_time
 from torchlean._interrupts import store_together
 from torchlean._tensor_data import host_array
 from torchlean.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
@@ -880,6 +881,7 @@ class Trainer(Generic[In, Out]):
                 "labels 0/1 (where torch code would use BCEWithLogitsLoss over one logit)"
             )
         self._session: Session | None = None
+        self._exclusive = Exclusive()  # fit and step: one at a time (review237 F3)
         self._random_counter = 0  # the session's, until it opens (random_counter)
         self._unstored_from: int | None = None  # the counter before a step whose update is not stored
         self._optimizer: Optimizer | None = None
@@ -950,8 +952,9 @@ class Trainer(Generic[In, Out]):
                 "with trainer.model.load_state(state), in this trainer or a new one"
             )
         # empty here, but containers of their own: a shallow copy shared them, and then listed the
-        # kernels its original ran and was refused as run itself (review132 F3)
-        return {**self.__dict__, "_graphs": {}, "_graph_kernels": []}
+        # kernels its original ran and was refused as run itself (review132 F3); a copy's fit and
+        # step are its own too
+        return {**self.__dict__, "_graphs": {}, "_graph_kernels": [], "_exclusive": Exclusive()}
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -1480,6 +1483,7 @@ class Trainer(Generic[In, Out]):
                                  else np.require(p, requirements="C"), trainable) for p, trainable in pairs]
         return [Tensor(p, requires_grad=trainable, device=device) for p, trainable in pairs]
 
+    @one_at_a_time("step", TrainerError)
     def step(self, xb: npt.ArrayLike, yb: npt.ArrayLike) -> float:
         """One optimizer update on a minibatch; returns the minibatch's mean loss (:class:`Objective`)
         as a Python float, computed in the model dtype before the update.
@@ -1490,8 +1494,10 @@ class Trainer(Generic[In, Out]):
         together, Ctrl-C held back meanwhile, as :meth:`fit` says.
 
         Raises:
-            TrainerError: a model without parameters; bad shapes or labels, or values that are not
-                finite (as :meth:`fit`); an empty minibatch (its mean loss
+            TrainerError: called while this trainer's :meth:`fit` or another ``step`` runs (in
+                another thread, or from ``fit``'s ``on_batch``: review237 F3), naming it and where,
+                before anything else; a model without parameters; bad shapes or labels, or values
+                that are not finite (as :meth:`fit`); an empty minibatch (its mean loss
                 is undefined: torch's would be NaN, and an update with it would fill the
                 optimizer state with NaN); a minibatch of one sample for a batch norm layer that
                 sees one value per channel (as :meth:`fit`); a profile whose policy has VJP mode
@@ -1591,6 +1597,7 @@ class Trainer(Generic[In, Out]):
         error.values, error.state_values, error.total = bad, bad_state, total
         raise error
 
+    @one_at_a_time("fit", TrainerError)
     def fit(
         self,
         x: npt.ArrayLike,
@@ -1692,9 +1699,12 @@ class Trainer(Generic[In, Out]):
         into ``x`` trains on it; review179 F5).
 
         Raises:
-            TrainerError: a model without parameters (``the model has no parameters to train
-                (...)``); bad shapes or labels (``inputs must have shape (n, 4), got (10, 5)``,
-                ``got 10 inputs but 5 targets``, labels outside ``[0, classes)`` or not integers,
+            TrainerError: called while this trainer's ``fit`` or :meth:`step` runs (in another
+                thread, or from this fit's own ``on_batch`` or ``lr_schedule``: a trainer runs one
+                at a time; review237 F3), naming it and where, before anything else; a model
+                without parameters (``the model has no parameters to train (...)``); bad shapes
+                or labels (``inputs must have shape (n, 4), got (10, 5)``, ``got 10 inputs but 5
+                targets``, labels outside ``[0, classes)`` or not integers,
                 data that is not a rectangular array of real numbers; ``None`` or a string for
                 ``x`` or ``y``: ``targets: None of type NoneType is not target data (...)``, also
                 in ``predict``, ``evaluate`` and ``step``); values beyond the model

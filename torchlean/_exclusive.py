@@ -1,0 +1,119 @@
+"""A trainer's ``fit`` and ``step`` refuse, rather than wait for or interleave with, a ``fit`` or
+``step`` already running on the same trainer (review237 F3: two threads' ``fit`` on one trainer
+ran the same epochs and left ``epochs_done`` counting half of them; a ``fit`` called from its own
+``on_batch`` set it back).
+
+A lock that waits was tried before and reverted: a Ctrl-C landing where its ``with`` block exits
+left it held, and the next call hung. Here nothing waits, and a hold whose call is no longer on
+its thread's stack (left by such an interrupt, or by a thread that ended) is taken over, not
+obeyed.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+__all__ = ["Exclusive", "one_at_a_time"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Holder:
+    __slots__ = ("frame", "ident", "name", "what")
+
+    def __init__(self, what: str, frame: FrameType) -> None:
+        self.what = what
+        self.frame = frame
+        self.ident = threading.get_ident()
+        self.name = threading.current_thread().name
+
+    def running(self) -> bool:
+        """Whether its call is still on its thread's stack."""
+        here = self.ident == threading.get_ident()
+        top = sys._getframe() if here else sys._current_frames().get(self.ident)
+        while top is not None:
+            if top is self.frame:
+                return True
+            top = top.f_back
+        return False
+
+
+class Exclusive:
+    """Which of a trainer's exclusive methods runs now, and where; a copy or an unpickled one is
+    free (it is the trainer's running state, not its data).
+
+    No lock: the hold is taken with ``dict.setdefault``, one step under the GIL, so nothing can be
+    left locked. Only a stale hold taken over by two threads at the same moment lets both run."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self) -> None:
+        self._slot: dict[str, _Holder] = {}
+
+    def __reduce__(self) -> tuple[type[Exclusive], tuple[()]]:
+        """A fresh, free one (``copy``, ``deepcopy`` and ``pickle``)."""
+        return Exclusive, ()
+
+    def acquire(self, what: str, frame: FrameType) -> tuple[_Holder | None, str | None]:
+        """Take it for ``what``, whose call runs ``frame``: ``(holder, None)``; or ``(None, why
+        what cannot run)`` while another exclusive call runs."""
+        holder = _Holder(what, frame)
+        current = self._slot.setdefault("held", holder)
+        if current is not holder and not current.running():  # left by an interrupt: taken over
+            self._slot.pop("held", None)
+            current = self._slot.setdefault("held", holder)
+        if current is holder:
+            return holder, None
+        if current.ident == holder.ident:
+            return None, (
+                f"{what} was called while this trainer's {current.what} runs, from within it (its "
+                f"on_batch or lr_schedule); a trainer runs one fit or step at a time: call {what} after "
+                f"{current.what} returns (evaluate and predict may be called from on_batch)"
+            )
+        return None, (
+            f"{what} was called while this trainer's {current.what} runs in thread {current.name!r}; a "
+            "trainer runs one fit or step at a time (two at once would train the same epochs and mix "
+            f"their updates): call {what} after it returns, or train another Trainer"
+        )
+
+    def release(self, holder: _Holder) -> None:
+        """Free it, if ``holder`` still holds it."""
+        if self._slot.get("held") is holder:
+            self._slot.pop("held", None)
+
+
+class _HasExclusive(Protocol):
+    _exclusive: Exclusive
+
+
+S = TypeVar("S", bound=_HasExclusive)
+
+
+def one_at_a_time(
+    what: str, refusal: Callable[[str], Exception]
+) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
+    """A method named ``what`` that runs only while no other exclusive method of its object runs
+    (in another thread, or further up this one's stack); else it raises ``refusal(reason)``
+    before anything else, naming the one that runs and where."""
+
+    def decorate(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+        @functools.wraps(method)
+        def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            holder, busy = self._exclusive.acquire(what, sys._getframe())
+            if holder is None:
+                assert busy is not None
+                raise refusal(busy)
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._exclusive.release(holder)
+
+        return run
+
+    return decorate
