@@ -120,6 +120,27 @@ TORCH_NAMESPACE_HINTS: Final[dict[str, str]] = {
     "from_numpy": "tl.tensor(array) (a copy: torchlean tensors never share an array's memory)",
     "float32": 'dtypes are spelled as strings or numpy dtypes: dtype="float32"',
     "float64": 'dtypes are spelled as strings or numpy dtypes: dtype="float64"',
+    "int64": 'dtypes are spelled as strings or numpy dtypes: dtype="int64" (ids and indices; no gradient)',
+    "bool": 'dtypes are spelled as strings or numpy dtypes: dtype="bool" (masks)',
+    "set_default_dtype": ('torchlean has no default dtype to set: tl.tensor(data, dtype="float64"), and a '
+                          'Trainer\'s RunConfig(dtype="float64")'),
+    "is_tensor": "isinstance(x, tl.Tensor)",
+    "where": ("no select op: a hard mask of scores is tl.hard_masked_softmax(scores, mask); a blend is "
+              "a * m + b * (1 - m) with m a 0/1 array (a NaN or inf on the side not taken propagates, unlike "
+              "torch.where)"),
+    "argmax": "indices carry no gradient: np.argmax(t.numpy(), axis=...)",
+    "argmin": "indices carry no gradient: np.argmin(t.numpy(), axis=...)",
+    "max": ("tl.maximum(a, b) elementwise; over an axis, tl.max_pool over windows, or the values with "
+            "np.max(t.numpy(), axis=...) (tl.logsumexp(x, axis) is a smooth, differentiable stand-in)"),
+    "min": ("tl.minimum(a, b) elementwise; over an axis, the values with np.min(t.numpy(), axis=...), or "
+            "-tl.logsumexp(-x, axis) as a smooth, differentiable stand-in"),
+    "einsum": "no einsum op: tl.matmul (its leading axes broadcast) with tl.permute and tl.reshape",
+    "pow": "no power op: t * t for t ** 2, tl.sqrt(t), tl.inv(t), tl.exp(p * tl.log(t)) for t > 0",
+    "square": "t * t (or t.square())",
+    "clip": "tl.clamp(x, lo, hi) (or x.clip(lo, hi))",
+    **{name: f"the method: t.{name}(...)" for name in ("flatten", "squeeze", "unsqueeze")},
+    "randint": "tl.tensor(np.random.default_rng(seed).integers(low, high, size))",
+    "randperm": "tl.tensor(np.random.default_rng(seed).permutation(n))",
     "device": 'devices are spelled as strings: device="cpu", "cuda" or "cuda:1"',
     "inference_mode": "tl.no_grad() (nothing is recorded under it; torchlean has no inference tensors)",
     "cat": "tl.concat(tensors, axis)",

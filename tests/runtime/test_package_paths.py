@@ -302,6 +302,13 @@ def test_the_errors_the_backend_entry_points_name_are_backend_names() -> None:
     ("cat", "tl.concat(tensors, axis)"),
     ("zeros", "tl.tensor(np.zeros(...), dtype=...)"),
     ("manual_seed", "tl.session(seed=...)"),
+    # review231 F6 (the rest)
+    ("int64", 'dtype="int64"'),
+    ("argmax", "np.argmax(t.numpy(), axis=...)"),
+    ("where", "a * m + b * (1 - m)"),
+    ("max", "tl.maximum(a, b) elementwise"),
+    ("flatten", "t.flatten(...)"),
+    ("set_default_dtype", 'RunConfig(dtype="float64")'),
 ])
 def test_torchs_top_level_names_say_what_torchlean_spells(name: str, hint: str) -> None:
     """review230 F5: ``tl.inference_mode`` (ported ``torch.inference_mode()``) was Python's bare
@@ -314,3 +321,26 @@ def test_torchs_top_level_names_say_what_torchlean_spells(name: str, hint: str) 
     assert hint in str(caught.value) and not hasattr(torchlean, name)
     with pytest.raises(AttributeError, match=r"^module 'torchlean' has no attribute 'no_such_name'$"):
         torchlean.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_spellings_the_hints_give_run() -> None:
+    """The hints' alternatives, run: each gives torch's result (float64 oracle)."""
+    import numpy as np
+    import torch
+
+    import torchlean as tl
+
+    x = np.array([[1.0, -3.0, 2.0], [0.5, 4.0, -1.0]])
+    t, theirs = tl.tensor(x, requires_grad=True), torch.tensor(x)
+    assert tl.tensor([1, 0], dtype="int64").dtype == np.int64
+    assert tl.tensor([True, False], dtype="bool").dtype == np.bool_
+    np.testing.assert_array_equal(np.argmax(t.numpy(), axis=1), torch.argmax(theirs, 1).numpy())
+    np.testing.assert_array_equal(np.argmin(t.numpy(), axis=1), torch.argmin(theirs, 1).numpy())
+    m = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    blend = (t * m + tl.tensor(-x) * (1 - m)).numpy()
+    np.testing.assert_array_equal(blend, torch.where(torch.tensor(m) > 0, theirs, -theirs).numpy())
+    np.testing.assert_array_equal(np.max(t.numpy(), axis=1), torch.amax(theirs, 1).numpy())
+    assert t.flatten().shape == (6,) and t.unsqueeze(0).shape == (1, 2, 3)
+    np.testing.assert_array_equal(t.square().numpy(), (theirs * theirs).numpy())
+    np.testing.assert_array_equal(t.clip(0.0, 1.0).numpy(), torch.clip(theirs, 0.0, 1.0).numpy())
+    assert isinstance(t, tl.Tensor) and torch.is_tensor(theirs)
