@@ -8,8 +8,10 @@ terms in that row-major order after a ``+0.0`` start".  The tests below pin, bit
 float32, the sums that ``test_reference_spatial.py`` leaves open:
 
 - ``smooth_max_pool``: the window sum of ``exp(beta * (v - shift))`` (forward and VJP);
-- ``conv`` and ``conv_transpose``: the weight gradient (a fold over ``(N, *positions)``) and the
-  bias gradient (a fold over ``(N, *out)``);
+- ``conv`` and ``conv_transpose``: the weight gradient (a fold over ``(N, *positions)``), the
+  bias gradient (a fold over ``(N, *out)``) and the input gradient (``conv``: each input element
+  receives its ``(C_out/groups, *kernel)`` terms in row-major order from +0.0; ``conv_transpose``:
+  a left fold over ``(C_out/groups, *kernel)`` of the zero-padded cotangent);
 - ``layer_norm`` and ``batch_norm``: the mean and variance sums and the two sums of the
   normalisation VJP (``sum(dxhat)`` and ``sum(dxhat * xhat)``), plus the weight and bias
   gradients and the running statistics;
@@ -397,6 +399,127 @@ def test_conv_transpose_weight_and_bias_gradients_are_left_folds_bitwise_float32
     _check_weight_and_bias(dw, db, g, lambda reverse: _conv_transpose_dw_oracle(
         x, g, w_shape, stride, padding, dilation, groups, reverse=reverse
     ))
+
+
+# ------------------------------------------------------------------------- conv input gradients
+
+
+def _conv_dx_oracle(
+    g: Array,
+    w: Array,
+    x_shape: Sequence[int],
+    stride: int,
+    padding: int,
+    dilation: int,
+    groups: int,
+    reverse: bool = False,
+) -> Array:
+    """conv's ``dx[n, ci, r, s]``: from +0.0, the terms ``g[n, co, i, j] * w[co, a, p, q]`` in
+    row-major ``(co, p, q)`` order, ``co`` over the output channels of ci's group and
+    ``a = ci mod C_in/groups``, for each tap ``(p, q)`` through which an output ``(i, j)`` reads
+    ``(r, s)`` (taps reading no output contribute nothing)."""
+    c_out, c_per = w.shape[:2]
+    out_per = c_out // groups
+    oh, ow = g.shape[2:]
+    dx = np.empty(tuple(x_shape), dtype=F32)
+    for b_, ci, r, s in _rows(x_shape):
+        group, a = divmod(ci, c_per)
+        parts = []
+        for co in range(group * out_per, (group + 1) * out_per):
+            for p, q in _rows(w.shape[2:]):
+                i = _reader(r, p, stride, padding, oh, dilation)
+                j = _reader(s, q, stride, padding, ow, dilation)
+                if i is not None and j is not None:
+                    parts.append(g[b_, co, i, j] * w[co, a, p, q])
+        dx[b_, ci, r, s] = _scatter_fold(parts, reverse)
+    return dx
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "stride", "padding", "dilation", "groups"), CONV_CASES)
+def test_conv_input_gradient_is_a_left_fold_bitwise_float32(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, dilation: int, groups: int
+) -> None:
+    """Pins ``conv_vjp``'s docstring: "dx is the transpose convolution of g (each input element
+    receives its contributing ``(C_out/groups, *kernel)`` terms in row-major order, scattered onto a
+    ``+0.0`` start)" (``_scatter_contract``).  The cotangents span 1e-3 to 1e3."""
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal(x_shape).astype(F32)
+    w = _mixed(rng, *w_shape)
+    bias = rng.standard_normal(w_shape[0]).astype(F32)
+    kw: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    out = S.conv(x, w, bias, **kw)
+    g = _mixed(rng, *out.shape, spread=3.0)
+    dx, _, _ = S.conv_vjp(g, x, w, bias, out=out, **kw)
+    expected = _conv_dx_oracle(g, w, x_shape, stride, padding, dilation, groups)
+    assert_bitwise(dx, expected, "dx")
+    other = _conv_dx_oracle(g, w, x_shape, stride, padding, dilation, groups, reverse=True)
+    assert_differs(other, expected, "dx reversed")
+
+
+def _conv_transpose_dx_oracle(
+    g: Array,
+    w: Array,
+    x_shape: Sequence[int],
+    stride: int,
+    padding: int,
+    dilation: int,
+    groups: int,
+    reverse: bool = False,
+) -> Array:
+    """conv_transpose's ``dx[n, ci, i, j]``: the fold, from its first term, over ``(b, p, q)`` in
+    row-major order of ``gpad[n, co, i*s + p*d, j*s + q*d] * w[ci, b, p, q]``,
+    ``co = group(ci) * C_out/groups + b``; g is read as 0 outside its extent (the padding), so
+    every tap contributes a term (``0 * w`` at the padding)."""
+    c_in = x_shape[1]
+    b_size = w.shape[1]
+    gh, gw = g.shape[2:]
+    dx = np.empty(tuple(x_shape), dtype=F32)
+    for b_, ci, i, j in _rows(x_shape):
+        group = ci // (c_in // groups)
+        terms = []
+        for b in range(b_size):
+            co = group * b_size + b
+            for p, q in _rows(w.shape[2:]):
+                r, s = _source(i, p, stride, padding, dilation), _source(j, q, stride, padding, dilation)
+                value = g[b_, co, r, s] if 0 <= r < gh and 0 <= s < gw else ZERO
+                terms.append(value * w[ci, b, p, q])
+        dx[b_, ci, i, j] = fold(terms, reverse)
+    return dx
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "stride", "padding", "output_padding", "dilation", "groups"), CONV_TRANSPOSE_CASES
+)
+def test_conv_transpose_input_gradient_is_a_left_fold_bitwise_float32(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    stride: int,
+    padding: int,
+    output_padding: int,
+    dilation: int,
+    groups: int,
+) -> None:
+    """Pins ``conv_transpose_vjp``'s docstring: "dx is the convolution of the zero-padded g (a left
+    fold over ``(C_out/groups, *kernel)`` in row-major order)" (``_gather_contract``).  The
+    cotangents span 1e-3 to 1e3."""
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal(x_shape).astype(F32)
+    w = _mixed(rng, *w_shape)
+    bias = rng.standard_normal(w_shape[1] * groups).astype(F32)
+    kw: dict[str, Any] = {
+        "stride": stride,
+        "padding": padding,
+        "output_padding": output_padding,
+        "dilation": dilation,
+        "groups": groups,
+    }
+    out = S.conv_transpose(x, w, bias, **kw)
+    g = _mixed(rng, *out.shape, spread=3.0)
+    dx, _, _ = S.conv_transpose_vjp(g, x, w, bias, out=out, **kw)
+    expected = _conv_transpose_dx_oracle(g, w, x_shape, stride, padding, dilation, groups)
+    assert_bitwise(dx, expected, "dx")
+    other = _conv_transpose_dx_oracle(g, w, x_shape, stride, padding, dilation, groups, reverse=True)
+    assert_differs(other, expected, "dx reversed")
 
 
 # ------------------------------------------------------------------------------- normalisation
