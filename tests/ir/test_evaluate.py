@@ -491,7 +491,7 @@ def test_draw_dtype_that_is_not_a_dtype_is_refused(dtype: object) -> None:
         evaluate(_relu_graph(), {0: np.ones(2)}, dtype=dtype)  # type: ignore[arg-type]
     assert str(info.value) == (
         f"IR eval: dtype {dtype!r} is not a numpy dtype (accepted: float32 or float64, the dtype of "
-        "rand_uniform draws)"
+        "rand_uniform draws, as a numpy dtype or type, its name, or a torch dtype)"
     )
 
 

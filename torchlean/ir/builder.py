@@ -86,6 +86,7 @@ from torchlean.ir.ops import (
     Transpose,
     WindowConfig,
     checked_dims,
+    dim_entries,
     render_shape,
 )
 from torchlean.ir.payloads import (
@@ -97,6 +98,7 @@ from torchlean.ir.payloads import (
     LinearParams,
     Payload,
     as_array,
+    read_array,
 )
 
 __all__ = ["BuiltGraph", "GraphBuilder", "Param", "Ref"]
@@ -105,19 +107,22 @@ _REAL_KINDS = "biuf"  # numpy dtype kinds: bool, signed and unsigned integers, f
 
 
 def _real_array(value: npt.ArrayLike, what: str) -> Array:
-    """``as_array(value)`` when numpy makes a bool, integer or floating-point array of it.
+    """``as_array(value)`` when numpy makes a bool, integer or floating-point array of it (the
+    dtype checked before the copy).
 
     Raises:
         IRError: ``<what>: expected bool, integer or floating-point data, got dtype <U1 (accepted:
-            a bool, int or float array, or numbers numpy turns into one)``.
+            a bool, int or float array, or numbers numpy turns into one)``; ``<what> value: ...``
+            as :func:`~torchlean.ir.payloads.as_array` refuses (ragged data, a torch tensor that
+            requires grad or is on ``meta``).
     """
-    array = as_array(value)
+    array = read_array(value, f"{what} value")
     if array.dtype.kind not in _REAL_KINDS:
         raise IRError(
             f"{what}: expected bool, integer or floating-point data, got dtype {array.dtype} "
             "(accepted: a bool, int or float array, or numbers numpy turns into one)"
         )
-    return array
+    return as_array(array, f"{what} value")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -241,7 +246,10 @@ class GraphBuilder:
 
         Raises:
             IRError: ``const: expected bool, integer or floating-point data, got dtype <U1
-                (accepted: ...)`` for strings, objects, complex numbers and the like.
+                (accepted: ...)`` for strings, objects, complex numbers and the like; ``const
+                value: [[1.0, 2.0], [3.0]] is not a rectangular array: ...`` for ragged data;
+                ``const value: a torch tensor of shape (2,) that requires grad, which numpy cannot
+                read (accepted: its values, t.detach())`` (a meta tensor likewise).
         """
         array = _real_array(value, "const")
         node = self.node(Const(tuple(int(d) for d in array.shape)))
@@ -253,7 +261,9 @@ class GraphBuilder:
 
         Raises:
             IRError: as :meth:`const`, at declaration, for data that is not real
-                (``param: expected bool, integer or floating-point data, ...``).
+                (``param: expected bool, integer or floating-point data, ...``), ragged
+                (``param value: ... is not a rectangular array``) or a torch tensor numpy cannot
+                read.
         """
         param = Param(next(self._keys), _real_array(value, "param"), name)
         self._declared[param.key] = param
@@ -290,9 +300,16 @@ class GraphBuilder:
         return int(axis) + rank
 
     def permute(self, x: Ref, perm: Sequence[int]) -> int:
-        """``perm`` may hold negative axes (counted from the end)."""
-        axes = perm if isinstance(perm, str) else tuple(self._axis("permute", x, a) for a in perm)
-        return self.node(Permute(tuple(axes)), x)
+        """``perm`` may hold negative axes (counted from the end); it is a list, tuple or 1-d
+        integer array of at most 64 entries (:func:`~torchlean.ir.ops.dim_entries`).
+
+        Raises:
+            IRError: ``permute perm: expected a sequence of non-negative integers, got {1, 0} of
+                type set (accepted: ...)`` (also ``None``, a number, a 0-d array, more than 64
+                entries); an axis out of range; the shape checker's message.
+        """
+        entries = dim_entries(perm, "permute perm")
+        return self.node(Permute(tuple(self._axis("permute", x, a) for a in entries)), x)  # type: ignore[arg-type]
 
     def transpose(self, x: Ref, axis1: int, axis2: int) -> int:
         """Swap two axes; negative axes count from the end."""
@@ -302,12 +319,26 @@ class GraphBuilder:
         return self.node(Detach(), x)
 
     def broadcast_to(self, x: Ref, shape: Sequence[int]) -> int:
-        """``broadcast_to <shape of x> <shape>``."""
-        return self.node(BroadcastTo(self.shape(x), tuple(shape)), x)
+        """``broadcast_to <shape of x> <shape>``.
+
+        Raises:
+            IRError: ``broadcast_to shape: expected a sequence of non-negative integers, got None
+                of type NoneType (accepted: ...)`` (as :meth:`reshape`); the shape checker's
+                message.
+        """
+        return self.node(BroadcastTo(self.shape(x), dim_entries(shape, "broadcast_to shape")), x)  # type: ignore[arg-type]
 
     def reshape(self, x: Ref, shape: Sequence[int]) -> int:
-        """``reshape <shape of x> <shape>``."""
-        return self.node(Reshape(self.shape(x), tuple(shape)), x)
+        """``reshape <shape of x> <shape>``; ``shape`` is a list, tuple or 1-d integer array of at
+        most 64 entries (:func:`~torchlean.ir.ops.dim_entries`).
+
+        Raises:
+            IRError: ``reshape shape: expected a sequence of non-negative integers, got None of
+                type NoneType (accepted: ...)`` (also a number, a set, a 0-d array or tensor, more
+                than 64 entries); ``reshape: expected a non-negative integer, got -1``; the shape
+                checker's message.
+        """
+        return self.node(Reshape(self.shape(x), dim_entries(shape, "reshape shape")), x)  # type: ignore[arg-type]
 
     def flatten(self, x: Ref) -> int:
         return self.node(Flatten(self.shape(x)), x)
@@ -412,9 +443,15 @@ class GraphBuilder:
         return self.node(Matmul(), a, b)
 
     def linear(self, x: Ref, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None) -> int:
-        """A ``linear`` node with payload W ``[out, in]`` and b ``[out]`` (or none)."""
-        w = as_array(weight)
-        b = None if bias is None else as_array(bias)
+        """A ``linear`` node with payload W ``[out, in]`` and b ``[out]`` (or none).
+
+        Raises:
+            IRError: ``linear weight: ... is not a rectangular array: ...`` (likewise ``linear
+                bias``, and a torch tensor that requires grad or is on ``meta``, as
+                :meth:`const`); ``linear: weight [5, 3] and bias none do not fit input [4]``.
+        """
+        w = as_array(weight, "linear weight")
+        b = None if bias is None else as_array(bias, "linear bias")
         in_shape = self.shape(x)
         if (
             w.ndim != 2
@@ -442,9 +479,14 @@ class GraphBuilder:
     def conv(
         self, x: Ref, config: ConvConfig, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None
     ) -> int:
-        """A ``conv`` node; payload W ``[out_channels, in_channels // groups, *kernel]``, b or none."""
-        w = as_array(weight)
-        b = None if bias is None else as_array(bias)
+        """A ``conv`` node; payload W ``[out_channels, in_channels // groups, *kernel]``, b or none.
+
+        Raises:
+            IRError: ``conv weight: ...`` or ``conv bias: ...`` for data numpy cannot read (as
+                :meth:`linear`); ``conv: weight [..] and bias [..] do not fit <config>``.
+        """
+        w = as_array(weight, "conv weight")
+        b = None if bias is None else as_array(bias, "conv bias")
         if w.shape != config.weight_shape or (b is not None and b.shape != (config.out_channels,)):
             raise IRError(
                 f"conv: weight {render_shape(w.shape)} and bias "

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown_briefly
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference import kernels, spatial
 from torchlean.ir.errors import IRError
@@ -87,6 +88,7 @@ from torchlean.ir.payloads import (
     LayerNormParams,
     LinearParams,
     Payloads,
+    read_array,
 )
 from torchlean.spec.masks import causal_mask
 
@@ -143,9 +145,10 @@ def evaluate(
     :class:`LinearParams` at ``linear``, :class:`ConvParams` at ``conv``, :class:`BatchNormParams`
     at ``batch_norm_eval``, :class:`BatchNormTrainParams` at ``batch_norm_train`` (which
     normalises with the batch's statistics and updates nothing), and at ``layernorm`` a
-    :class:`LayerNormParams` or nothing (no affine, eps 1e-5). ``dtype`` (float32 or float64) is
-    the dtype of ``rand_uniform`` draws (a ``bernoulli_mask`` takes its keep probability's dtype);
-    another numpy dtype is refused by the first ``rand_uniform`` node, and unused without one.
+    :class:`LayerNormParams` or nothing (no affine, eps 1e-5). ``dtype`` (float32 or float64: a
+    numpy dtype or type, its name, or a torch dtype) is the dtype of ``rand_uniform`` draws (a
+    ``bernoulli_mask`` takes its keep probability's dtype); another numpy dtype is refused by the
+    first ``rand_uniform`` node, and unused without one.
     The graph is shape-checked first.
     ``log`` refuses values <= 0 or NaN (the typed-graph executor computes NaN/-inf there, as eager).
 
@@ -154,11 +157,16 @@ def evaluate(
             shape checker's messages; ``IR eval: inputs must be a mapping from input node id to
             array (input ids: [0]), got [...] (list)``; ``IR eval: inputs has keys that are not
             input node ids: [1, 7] (input ids: [0])``; ``IR eval: dtype 'bogus' is not a numpy
-            dtype (accepted: float32 or float64, the dtype of rand_uniform draws)`` (a numpy dtype
-            other than those: ``IR eval: node i (rand_uniform 0): rand_uniform: dtype ... is not
-            accepted (accepted: float32 or float64)``);
+            dtype (accepted: float32 or float64, the dtype of rand_uniform draws, as a numpy dtype
+            or type, its name, or a torch dtype)`` (also ``None`` and values that carry a dtype:
+            a numpy scalar, an array, a tensor; a dtype other than float32 or float64: ``IR eval:
+            node i (rand_uniform 0): rand_uniform: dtype ... is not accepted (accepted: float32 or
+            float64)``);
             ``IR eval: missing input value for node i``; ``IR eval: input i: ...`` (dtype or
-            shape); ``IR eval: missing const payload for node i``; ``IR eval: const i: flat
+            shape; ragged data: ``... is not a rectangular array: ...``; a torch tensor that
+            requires grad: ``IR eval: input i: a torch tensor of shape (2,) that requires grad,
+            which numpy cannot read (accepted: its values, t.detach())``; a meta one likewise);
+            ``IR eval: missing const payload for node i``; ``IR eval: const i: flat
             length mismatch: have a, expected b``; ``IR eval: missing linear payload for node i``
             (likewise conv, batch_norm_eval, batch_norm_train); ``IR eval: node i (<kind>): payload must be a
             LinearParams, got ConvParams`` for a payload of another type at a payload-taking node
@@ -364,16 +372,32 @@ def _check_payload_keys(graph: Graph, payloads: object) -> None:
         raise IRError(f"IR eval: {fault}")
 
 
+_DTYPE_ACCEPTED = (
+    "accepted: float32 or float64, the dtype of rand_uniform draws, as a numpy dtype or type, its "
+    "name, or a torch dtype"
+)
+
+
 def _draw_dtype(dtype: object) -> np.dtype[Any]:
     """``dtype`` as a numpy dtype; the ``rand_uniform`` kernel refuses one other than float32 or
-    float64 at the node that draws (a graph without one never uses it)."""
-    try:
-        return np.dtype(dtype)  # type: ignore[call-overload,no-any-return]
-    except TypeError:
-        raise IRError(
-            f"IR eval: dtype {dtype!r} is not a numpy dtype (accepted: float32 or float64, the dtype "
-            "of rand_uniform draws)"
-        ) from None
+    float64 at the node that draws (a graph without one never uses it). Only a dtype spelling is
+    read: a string, a type, a numpy dtype or a torch dtype (by its name). A value that merely
+    carries a ``.dtype`` (a numpy scalar, an array, a tensor), which ``np.dtype`` would read as
+    its dtype (or refuse with a raw ``ValueError`` for a torch tensor), and ``None`` (float64 to
+    ``np.dtype``, though the default is float32) are refused (review239 F6).
+
+    Raises:
+        IRError: ``IR eval: dtype 'bogus' is not a numpy dtype (accepted: ...)``.
+    """
+    spelled: object = dtype
+    if type(dtype).__module__ == "torch" and type(dtype).__qualname__ == "dtype":
+        spelled = str(dtype).removeprefix("torch.")
+    if isinstance(spelled, str | type | np.dtype):
+        try:
+            return np.dtype(spelled)
+        except (TypeError, ValueError):
+            pass
+    raise IRError(f"IR eval: dtype {shown_briefly(dtype)} is not a numpy dtype ({_DTYPE_ACCEPTED})")
 
 
 def _wrong_payload(node: Node, accepted: str, found: object) -> IRError:
@@ -384,9 +408,12 @@ def _wrong_payload(node: Node, accepted: str, found: object) -> IRError:
 
 
 def _input(node: Node, inputs: Mapping[int, npt.ArrayLike]) -> Array:
+    """The value of input ``node``, read by :func:`~torchlean.ir.payloads.read_array` (review239
+    F5, F9: ragged data and torch tensors that require grad or live on ``meta`` are refused with
+    an :class:`IRError`, not numpy's or torch's error), checked for dtype and shape, copied."""
     if node.id not in inputs:
         raise IRError(f"IR eval: missing input value for node {node.id}")
-    value = np.asarray(inputs[node.id])
+    value = read_array(inputs[node.id], f"IR eval: input {node.id}")
     if value.dtype not in _INPUT_DTYPES:
         raise IRError(
             f"IR eval: input {node.id}: expected a float32, float64, int64 or bool array, "

@@ -33,11 +33,12 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_or_numpy_int
+from torchlean._checks import is_builtin_or_numpy_int, shown_briefly
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.ir.errors import IRError
 
 __all__ = [
+    "MAX_RANK",
     "Abs",
     "Add",
     "AvgPool",
@@ -91,6 +92,7 @@ __all__ = [
     "Transpose",
     "WindowConfig",
     "checked_dims",
+    "dim_entries",
     "numel",
     "render_shape",
 ]
@@ -109,22 +111,62 @@ def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
 
+MAX_RANK = 64
+"""The most axes a shape (or entries a permutation) may have: numpy's and torch's rank limit."""
+
+_DIMS_ACCEPTED = (
+    f"accepted: a list, tuple or 1-d integer array of at most {MAX_RANK} entries, one per axis; "
+    "a set or mapping has no order"
+)
+
+
 def _nat(value: object, what: str) -> int:
     if not is_builtin_or_numpy_int(value) or int(value) < 0:
-        raise IRError(f"{what}: expected a non-negative integer, got {value!r}")
+        raise IRError(f"{what}: expected a non-negative integer, got {shown_briefly(value)}")
     return int(value)
 
 
-def checked_dims(value: object, what: str) -> Shape:
-    """``value`` as a tuple of Python ints >= 0 (Python or numpy ints; bools refused).
+def dim_entries(value: object, what: str) -> tuple[object, ...]:
+    """The entries of ``value``, a shape or permutation argument, unconverted: ``value`` must be a
+    sequence (a list, tuple, ``torch.Size``, ``range``) or a 1-d numpy array, not a string, of at
+    most :data:`MAX_RANK` entries. Its length is read before any entry (review239 F2: a stride-0
+    view of ``2**40`` entries was iterated for minutes); a set, mapping, generator, 0-d array or
+    tensor, number or ``None`` is refused (review239 F4, F9).
 
     Raises:
-        IRError: ``<what>: expected a sequence of non-negative integers, got ...`` or
-            ``<what>: expected a non-negative integer, got -1``.
+        IRError: ``<what>: expected a sequence of non-negative integers, got None of type NoneType
+            (accepted: ...)``; ``<what>: expected a sequence of non-negative integers, got
+            array([1, 1, ..., 1], ...) of length 1099511627776 (accepted: ... at most 64 ...)``.
     """
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise IRError(f"{what}: expected a sequence of non-negative integers, got {value!r}")
-    return tuple(_nat(v, what) for v in value)
+    rank = value.ndim if isinstance(value, np.ndarray) else None
+    if (
+        isinstance(value, str | bytes)
+        or not isinstance(value, Sequence | np.ndarray)
+        or rank not in {None, 1}
+    ):
+        kind = f"(a {rank}-d array)" if rank is not None else f"of type {type(value).__name__}"
+        raise IRError(
+            f"{what}: expected a sequence of non-negative integers, got {shown_briefly(value)} {kind} "
+            f"({_DIMS_ACCEPTED})"
+        )
+    length = len(value)
+    if length > MAX_RANK:
+        raise IRError(
+            f"{what}: expected a sequence of non-negative integers, got {shown_briefly(value)} of length "
+            f"{length} ({_DIMS_ACCEPTED})"
+        )
+    return tuple(value)
+
+
+def checked_dims(value: object, what: str) -> Shape:
+    """``value`` as a tuple of Python ints >= 0 (Python or numpy ints; bools refused), read by
+    :func:`dim_entries` (a sequence or 1-d array of at most :data:`MAX_RANK` entries).
+
+    Raises:
+        IRError: ``<what>: expected a sequence of non-negative integers, got ...`` (as
+            :func:`dim_entries`) or ``<what>: expected a non-negative integer, got -1``.
+    """
+    return tuple(_nat(v, what) for v in dim_entries(value, what))
 
 
 def _finite(op: str, name: str, value: int | float | np.integer | np.floating) -> float:

@@ -19,6 +19,10 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown_briefly
+from torchlean._tensor_data import _is_torch_tensor, host_array
+from torchlean.ir.errors import IRError
+
 __all__ = [
     "Array",
     "BatchNormParams",
@@ -29,6 +33,7 @@ __all__ = [
     "Payload",
     "Payloads",
     "as_array",
+    "read_array",
 ]
 
 Array: TypeAlias = npt.NDArray[Any]
@@ -87,8 +92,52 @@ Payload: TypeAlias = (
 Payloads: TypeAlias = Mapping[int, Payload]
 
 
-def as_array(value: npt.ArrayLike) -> Array:
-    """A read-only copy of ``value`` as a numpy array (payloads must not change under a graph)."""
-    array = np.array(value, copy=True)
-    array.setflags(write=False)
-    return array
+_ACCEPTED = "a numpy array, nested lists of numbers, or a torch tensor that does not require grad"
+
+
+def read_array(value: object, what: str) -> Array:
+    """``np.asarray(value)`` for data the IR takes (a constant, a layer's parameters, an input
+    value), refusing with :class:`IRError` naming ``what`` what numpy would refuse with its bare
+    errors (review239 F5, F9): ragged nested sequences, a torch tensor that requires grad (as
+    ``torchlean.tensor`` refuses one) or that has no dense values (meta, sparse, nested), also
+    inside lists. A torch tensor is read as :func:`~torchlean._tensor_data.host_array` reads it.
+
+    Raises:
+        IRError: ``<what>: [[1.0, 2.0], [3.0]] is not a rectangular array: setting an array element
+            with a sequence. ... (accepted: ...)``; ``<what>: a torch tensor of shape (2,) that
+            requires grad, which numpy cannot read (accepted: its values, t.detach())``;
+            ``<what>: cannot copy a meta torch tensor ...``.
+    """
+    if _is_torch_tensor(value):
+        return host_array(value, what, IRError, _ACCEPTED)
+    try:
+        return np.asarray(value)
+    except ValueError as error:  # ragged, or nested deeper than numpy's 64 dimensions
+        raise IRError(
+            f"{what}: {shown_briefly(value)} is not a rectangular array: {error} (accepted: {_ACCEPTED})"
+        ) from None
+    except (TypeError, RuntimeError):  # torch tensors numpy cannot read, inside a list
+        if not isinstance(value, list | tuple):
+            raise
+        return host_array(value, what, IRError, _ACCEPTED)
+
+
+def as_array(value: object, what: str = "payload") -> Array:
+    """A read-only copy of ``value`` as a numpy array (payloads must not change under a graph),
+    read by :func:`read_array`.
+
+    Raises:
+        IRError: as :func:`read_array`; ``<what>: cannot copy an array of shape [1099511627776]
+            of dtype int64: not enough memory`` when the copy cannot be allocated (a broadcast
+            view declares a shape it holds no memory for).
+    """
+    array = read_array(value, what)
+    try:
+        copied = np.array(array, copy=True)
+    except MemoryError:
+        raise IRError(
+            f"{what}: cannot copy an array of shape {list(array.shape)} of dtype {array.dtype}: not enough "
+            "memory (accepted: data that fits in memory)"
+        ) from None
+    copied.setflags(write=False)
+    return copied
