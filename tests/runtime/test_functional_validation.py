@@ -339,6 +339,52 @@ def test_non_integer_axes_and_shapes_are_refused_not_truncated(
     assert tl.current_session().random_counter == counter  # a refused random op draws nothing
 
 
+HUGE_VIEW = np.broadcast_to(np.int64(1), (2**40,))  # 8 bytes of memory, 2**40 entries
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        # review239 F1: a set or a mapping was read in hash order (tl.permute(x, {2, 0, 1}) was the
+        # identity permutation)
+        (lambda x: tl.permute(x, {1, 0}), TensorTypeError,
+         "permute: perm must be a sequence of integers; got {0, 1} of type set, which has no order "
+         "(accepted: a tuple or a list)"),
+        (lambda x: tl.reshape(x, {4: 0, 1: 0}), TensorTypeError, "reshape: shape must be a sequence of "
+         "integers; got {4: 0, 1: 0} of type dict, which has no order (accepted: a tuple or a list)"),
+        (lambda x: tl.reshape(x, {4: 0}.keys()), TensorTypeError, "of type dict_keys, which has no order"),
+        (lambda x: tl.slice(x, frozenset({0}), (1, 1)), TensorTypeError, "slice: starts must be a sequence"),
+        (lambda x: tl.rand_uniform({2, 3}), TensorTypeError, "rand_uniform: shape must be a sequence"),
+        # review239 F4: a 0-d array raised numpy's "iteration over a 0-d array"
+        (lambda x: tl.reshape(x, np.array(4)), TensorTypeError,
+         "reshape: shape must be a sequence of integers; got array(4) of type ndarray"),
+        (lambda x: tl.broadcast_to(x, torch.tensor(4)), TensorTypeError, "broadcast_to: shape must be a"),
+        # review239 F2: a huge sequence was iterated entry by entry (minutes)
+        (lambda x: tl.reshape(x, HUGE_VIEW), TensorError,
+         "reshape: shape has 1099511627776 entries; got array([1, 1, 1, ..., 1, 1, 1], "
+         "shape=(1099511627776,)) (accepted: at most 64, numpy's most axes)"),
+        (lambda x: tl.permute(x, HUGE_VIEW), TensorError, "permute: perm has 1099511627776 entries"),
+        (lambda x: tl.reduce_sum(x, HUGE_VIEW), TensorError, "reduce_sum: axis has 1099511627776 entries"),
+        (lambda x: tl.bernoulli_mask(HUGE_VIEW, 0.5), TensorError, "bernoulli_mask: shape has 1099511627776"),
+        (lambda x: tl.reshape(x, iter(range(10**12))), TensorError,
+         "reshape: shape has more than 64 entries"),
+    ],
+)
+def test_shapes_and_axes_are_ordered_sequences_of_at_most_64_entries(
+    call: Callable[[tl.Tensor], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        call(_x())
+    assert type(caught.value) is error and message in str(caught.value)
+
+
+def test_generators_and_sixty_four_entries_are_still_shapes() -> None:
+    x = _x()
+    assert tl.reshape(x, (n for n in x.shape[::-1])).shape == x.shape[::-1]
+    ones = tl.tensor(np.zeros((1,) * 64))
+    assert tl.permute(ones, tuple(range(63, -1, -1))).shape == (1,) * 64
+
+
 def test_numpy_integers_are_integers() -> None:
     x = _x()
     np.testing.assert_array_equal(tl.reshape(x, np.array([4, 1])).numpy(), x.numpy().reshape(4, 1))

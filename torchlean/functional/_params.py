@@ -4,13 +4,15 @@ rule: floats and bools are not truncated, axes are never wrapped)."""
 
 from __future__ import annotations
 
+import itertools
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, MappingView, Sequence, Set, Sized
 from typing import TypeAlias, TypeVar
 
 import numpy as np
 
 from torchlean._checks import is_int
+from torchlean._limits import MAX_RANK
 from torchlean._tensor_args import _one_spelling, _Unset
 from torchlean.backend.providers.reference.guards import axis_in_range
 from torchlean.tensor import BoolLike, IntLike, TensorError, TensorTypeError, _preview
@@ -41,17 +43,40 @@ def _int(fn: str, name: str, value: object) -> int:
 
 
 def _ints(fn: str, name: str, values: object) -> tuple[int, ...]:
-    """A sequence of integers (each checked by :func:`_int`) as a tuple.
+    """A sequence of integers (each checked by :func:`_int`) as a tuple, of at most
+    :data:`~torchlean._limits.MAX_RANK` entries (a shape, a permutation, axes, per-axis starts).
 
     Raises:
-        TensorTypeError: ``values`` is not a sequence, or an entry is not an integer.
+        TensorTypeError: ``values`` is not a sequence (a 0-d array or tensor included: iterating
+            one raised "iteration over a 0-d array"), is a set or a mapping (no order: ``{2, 0,
+            1}`` was read in hash order, so ``tl.permute(x, {2, 0, 1})`` was the identity;
+            review239 F1, F4), or an entry is not an integer.
+        TensorError: more than :data:`~torchlean._limits.MAX_RANK` entries, counted before any is
+            read (review239 F2).
     """
-    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+    kind = type(values).__name__
+    zero_d = getattr(values, "shape", 0) == ()  # a 0-d array or tensor: iterating it raises
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable) or zero_d:
         raise TensorTypeError(
-            f"{fn}: {name} must be a sequence of integers; got {_preview(values)} of type "
-            f"{type(values).__name__}"
+            f"{fn}: {name} must be a sequence of integers; got {_preview(values)} of type {kind}"
         )
-    return tuple(_int(fn, f"{name}[{i}]", v) for i, v in enumerate(values))
+    if isinstance(values, Set | Mapping | MappingView):
+        raise TensorTypeError(
+            f"{fn}: {name} must be a sequence of integers; got {_preview(values)} of type {kind}, which has "
+            "no order (accepted: a tuple or a list)"
+        )
+    if isinstance(values, Sized):
+        entries: Iterable[object] = values
+        count, told = len(values), str(len(values))
+    else:  # a generator: no more than one entry past the bound is drawn
+        entries = list(itertools.islice(values, MAX_RANK + 1))
+        count, told = len(entries), f"more than {MAX_RANK}"
+    if count > MAX_RANK:
+        raise TensorError(
+            f"{fn}: {name} has {told} entries; got {_preview(values)} (accepted: at most {MAX_RANK}, "
+            "numpy's most axes)"
+        )
+    return tuple(_int(fn, f"{name}[{i}]", v) for i, v in enumerate(entries))
 
 
 def _real(fn: str, name: str, value: object) -> float:
