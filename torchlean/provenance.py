@@ -39,6 +39,8 @@ from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
 from torchlean.backend.display import path_shown
 from torchlean.backend.errors import TorchLeanError
+from torchlean.backend.fields import BackendTypeError, describe
+from torchlean.backend.planner import ordered_items
 from torchlean.backend.vocabulary import Device, Provider
 
 __all__ = [
@@ -246,7 +248,9 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
     Raises:
         TorchLeanError: ``path`` not a ``str`` or ``os.PathLike``; the file cannot be read (naming
-            it and the system's reason).
+            it, as :func:`~torchlean.backend.display.path_shown` shows it, and the system's reason:
+            ``cannot read $'a\\x00b' to digest it: the path holds a NUL byte, which no file name
+            can``, ``... File name too long``).
     """
     if not isinstance(path, str | os.PathLike):
         got = f"{shown_briefly(path)} of type {type(path).__name__}"
@@ -256,10 +260,15 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    except OSError as error:
-        reason = error.strerror or error
-        raise TorchLeanError(f"cannot read {path_shown(os.fspath(path))} to digest it: {reason}") from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path (review239 F11)
+        reason = _NUL_REASON if isinstance(error, ValueError) else error.strerror or error
+        shown = path_shown(os.fsdecode(os.fspath(path)))
+        raise TorchLeanError(f"cannot read {shown} to digest it: {reason}") from None
     return digest.hexdigest()
+
+
+_NUL_REASON = "the path holds a NUL byte, which no file name can"
+"""Why a path with a NUL byte cannot be opened (Python's ``ValueError: embedded null byte``)."""
 
 
 def weights_sha256(weights: Mapping[str, npt.NDArray[Any]]) -> str:
@@ -298,30 +307,70 @@ def numpy_simd() -> str | None:
     return " ".join([*baseline, *(target for target in dispatch if features.get(target))])
 
 
-def runs_torch(profile: profiles.BackendProfile) -> bool:
-    """Whether ``profile`` has aten or LibTorch capsules on its device: torch kernels, whose
-    reductions are implementation-defined, so their bits may depend on torch's thread count (and
-    on the CPU, on its kernel level: :func:`torch_cpu_capability`)."""
-    device = profile.policy.device
+def _profile_argument(profile: object, function: str) -> profiles.BackendProfile:
+    """``profile``, a profile or a shipped profile's name (as :func:`capsule_table` takes it), as
+    a profile.
+
+    Raises:
+        BackendTypeError: neither (review239 F8: ``None`` or a bool raised a bare
+            ``AttributeError``), naming ``function``, the value, its type and what is accepted.
+        UnknownLabelError: an unknown profile name (naming the shipped ones).
+    """
+    if isinstance(profile, profiles.BackendProfile):
+        return profile
+    if not isinstance(profile, str):
+        raise BackendTypeError(
+            f"{function}: profile must be a BackendProfile or a shipped profile's name "
+            f"({' | '.join(profiles.names())}), got {describe(profile)}"
+        )
+    return profiles.get(profile)
+
+
+def runs_torch(profile: profiles.BackendProfile | str) -> bool:
+    """Whether ``profile`` (a profile, or a shipped profile's name) has aten or LibTorch capsules
+    on its device: torch kernels, whose reductions are implementation-defined, so their bits may
+    depend on torch's thread count (and on the CPU, on its kernel level:
+    :func:`torch_cpu_capability`).
+
+    Raises:
+        BackendTypeError: ``profile`` is neither a profile nor a string; UnknownLabelError: an
+            unknown profile name.
+    """
+    chosen = _profile_argument(profile, "runs_torch")
+    device = chosen.policy.device
     return any(
         capsule.provider in (Provider.ATEN, Provider.LIBTORCH) and capsule.device is device
-        for capsule in profile.registry()
+        for capsule in chosen.registry()
     )
 
 
-def runs_torch_on_cpu(profile: profiles.BackendProfile) -> bool:
-    """Whether ``profile`` runs torch kernels (:func:`runs_torch`) on the CPU: the profiles whose
-    records hold :func:`torch_cpu_capability` (null by design for every other one)."""
-    return profile.policy.device is Device.CPU and runs_torch(profile)
+def runs_torch_on_cpu(profile: profiles.BackendProfile | str) -> bool:
+    """Whether ``profile`` (a profile, or a shipped profile's name) runs torch kernels
+    (:func:`runs_torch`) on the CPU: the profiles whose records hold :func:`torch_cpu_capability`
+    (null by design for every other one).
+
+    Raises:
+        BackendTypeError, UnknownLabelError: as :func:`runs_torch`.
+    """
+    chosen = _profile_argument(profile, "runs_torch_on_cpu")
+    return chosen.policy.device is Device.CPU and runs_torch(chosen)
 
 
-def torch_cpu_capability(profile: profiles.BackendProfile | None) -> str | None:
+def torch_cpu_capability(profile: profiles.BackendProfile | str | None) -> str | None:
     """torch's CPU kernel level (``torch.backends.cpu.get_cpu_capability()``: ``DEFAULT``,
     ``AVX2``, ``AVX512``; torch picks it from the CPU and ``ATEN_CPU_CAPABILITY``) when
-    ``profile`` runs torch kernels (:func:`runs_torch`) on the CPU, whose bits depend on
-    it as the ``reference`` kernels' depend on :func:`numpy_simd`; ``None`` for another profile
-    (torch is then not imported), for none, or where torch is not installed."""
-    if profile is None or not runs_torch_on_cpu(profile):
+    ``profile`` (a profile, or a shipped profile's name) runs torch kernels (:func:`runs_torch`) on
+    the CPU, whose bits depend on it as the ``reference`` kernels' depend on :func:`numpy_simd`;
+    ``None`` for another profile (torch is then not imported), for none, or where torch is not
+    installed.
+
+    Raises:
+        BackendTypeError, UnknownLabelError: as :func:`runs_torch`, for a ``profile`` other than
+            ``None``.
+    """
+    if profile is None:
+        return None
+    if not runs_torch_on_cpu(_profile_argument(profile, "torch_cpu_capability")):
         return None
     try:
         import torch
@@ -351,12 +400,15 @@ def environment(
     ``capsule_table_sha256`` (:func:`capsule_table_sha256` of ``profile``, or ``None``).
 
     Raises:
-        TorchLeanError: ``argv`` is not a sequence of strings.
+        BackendTypeError (a :class:`TorchLeanError` and a ``TypeError``): ``argv`` is not a sequence
+            of strings: a string, a 0-d array, a set or a mapping (whose order is not the command
+            line's), a value that is not iterable, or an entry that is not a string (review239 F4,
+            F8), naming ``argv`` (or the entry, ``argv[1] = 3 (int)``), the value and its type.
+        BackendValueError: ``argv`` has more than 2**24 words (read by ``len()``
+            where it has one: a stride-0 view of 2**40 entries is refused at once, review239 F2).
         UnknownLabelError, BackendTypeError: as :func:`capsule_table` for ``profile``.
     """
-    command = list(sys.argv if argv is None else argv)
-    if isinstance(argv, str) or not all(isinstance(word, str) for word in command):
-        raise TorchLeanError(f"environment's argv must be a sequence of strings, got {argv!r}")
+    command = _argv_words(sys.argv if argv is None else argv)
     versions = {key: _version(distribution) for key, distribution in DISTRIBUTIONS}
     try:
         cwd: str | None = os.getcwd()
@@ -385,6 +437,27 @@ def environment(
     return block
 
 
+_ARGV_WORDS = 2**24
+"""The most words :func:`environment` records as ``argv``: a checkpoint's metadata, which
+holds the block, is read up to 2**24 characters, and each word takes more than one there."""
+
+
+def _argv_words(argv: object) -> list[str]:
+    """``argv`` (:func:`environment`'s) as the list of strings the block records.
+
+    Raises:
+        BackendTypeError, BackendValueError: as :func:`environment` says.
+    """
+    accepted = "a sequence of strings"  # the command line's words; None is sys.argv
+    words = ordered_items(argv, "environment: argv", accepted, "a command line's words are in order",
+                          _ARGV_WORDS)
+    for index, word in enumerate(words):
+        if not isinstance(word, str):
+            got = f"argv[{index}] = {describe(word)}"
+            raise BackendTypeError(f"environment: argv must be {accepted}, got {got}")
+    return [str(word) for word in words]  # a numpy str_ as a plain one
+
+
 def is_sha256(value: object) -> bool:
     """Whether ``value`` is a SHA-256 as this module's digests write it: 64 lowercase hex digits."""
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
@@ -395,26 +468,39 @@ def _value_fault(key: str, value: object) -> str | None:
     if key == "argv":
         if isinstance(value, list | tuple) and all(isinstance(word, str) for word in value):
             return None
-        return f"'argv' must be a list of strings, got {value!r}"
+        return f"'argv' must be a list of strings, got {_shown(value)}"
     if isinstance(value, str) or (value is None and key in _OPTIONAL_STRINGS):
         return None
-    return f"{key!r} must be a string{' or None' if key in _OPTIONAL_STRINGS else ''}, got {value!r}"
+    return f"{key!r} must be a string{' or None' if key in _OPTIONAL_STRINGS else ''}, got {_shown(value)}"
+
+
+def _shown(value: object) -> str:
+    """A recorded value as a fault names it: its repr, cut to 200 characters (an edited block's
+    value may hold megabytes)."""
+    return shown_briefly(value, 200)
 
 
 def environment_fault(block: Mapping[str, Any]) -> str | None:
     """The first way ``block``, a mapping with the keys :data:`ENVIRONMENT_KEYS` (a checkpoint's,
-    read back), differs from what :func:`environment` writes, else ``None``: a value not of its
+    read back), differs from what :func:`environment` writes, else ``None``: not a mapping, a
+    missing key (review239 F8: these raised ``TypeError`` and ``KeyError``), a value not of its
     key's type (``argv`` a list or tuple of strings; ``python``, ``platform`` and ``utc`` strings;
     the others strings or ``None``), a ``utc`` not in the form ``2025-01-31T12:00:00Z``, a
     ``capsule_table_sha256`` or ``torchlean_source_sha256`` that is not 64 lowercase hex digits
     (``None`` is taken for both: a checkpoint written before torchlean recorded its source's
     digest reads it as ``None``), or a ``profile`` and
     ``capsule_table_sha256`` of which only one is ``None`` (:func:`environment` writes both or
-    neither: a digest without its profile names no table, review65 F5).
-
-    Raises:
-        KeyError: a key of :data:`ENVIRONMENT_KEYS` is missing (the caller checks the keys first).
+    neither: a digest without its profile names no table, review65 F5). Keys beyond
+    :data:`ENVIRONMENT_KEYS` are not looked at (a checkpoint refuses them itself). Raises nothing.
     """
+    if not isinstance(block, Mapping):
+        return (f"the environment block must be a mapping with the keys of provenance.environment(), "
+                f"got {shown_briefly(block)} of type {type(block).__name__}")
+    missing = [key for key in ENVIRONMENT_KEYS if key not in block]
+    if missing:
+        return (f"the environment block lacks the key{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(map(repr, missing))} (accepted: a mapping with the keys "
+                f"{', '.join(ENVIRONMENT_KEYS)})")
     for key in ENVIRONMENT_KEYS:
         fault = _value_fault(key, block[key])
         if fault is not None:
@@ -422,10 +508,10 @@ def environment_fault(block: Mapping[str, Any]) -> str | None:
     try:
         datetime.datetime.strptime(block["utc"], _UTC_FORMAT)
     except ValueError:
-        return f"'utc' must be a UTC time such as '2025-01-31T12:00:00Z', got {block['utc']!r}"
+        return f"'utc' must be a UTC time such as '2025-01-31T12:00:00Z', got {_shown(block['utc'])}"
     for key in ("torchlean_source_sha256", "capsule_table_sha256"):
         if block[key] is not None and not is_sha256(block[key]):
-            return f"{key!r} must be 64 lowercase hex digits (a SHA-256) or None, got {block[key]!r}"
+            return f"{key!r} must be 64 lowercase hex digits (a SHA-256) or None, got {_shown(block[key])}"
     digest, profile = block["capsule_table_sha256"], block["profile"]
     if (digest is None) != (profile is None):
         return (f"'profile' and 'capsule_table_sha256' are both None or both given "

@@ -8,7 +8,8 @@ missing op, one message each (DESIGN.md §1.8).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
@@ -23,6 +24,7 @@ from torchlean.backend.capsule import (
 from torchlean.backend.errors import PlanningError
 from torchlean.backend.fields import (
     BackendTypeError,
+    BackendValueError,
     describe,
     enum_field,
     instance_argument,
@@ -48,6 +50,49 @@ __all__ = [
     "requested_op",
     "requested_ops",
 ]
+
+MOST_ITEMS = 2**24
+"""The most entries :func:`ordered_items` reads from one list argument (ops to plan, capsule
+modules, a command line's words): far more than any such list holds, and few enough that a
+stride-0 numpy view of 2**40 entries (8 bytes of memory) or an endless generator is refused at
+once (review239 F2) rather than iterated for hours or copied into a ``MemoryError``."""
+
+
+def ordered_items(
+    value: object, what: str, accepted: str, why: str, limit: int = MOST_ITEMS
+) -> tuple[object, ...]:
+    """The entries of ``value``, an ordered iterable argument (a list, a tuple, a 1-d array, a
+    generator), as a tuple of at most ``limit``, unchecked: each caller checks their type. ``what``
+    names the argument (``with_capsule_modules: modules``), ``accepted`` what it takes (``an ordered
+    iterable of CapsuleModule``), ``why`` why the order matters.
+
+    Raises:
+        BackendTypeError: a string or bytes, a 0-d numpy array or torch tensor (review239 F4:
+            numpy's and torch's ``iteration over a 0-d array``), another value that is not iterable,
+            or a set or a mapping (:func:`~torchlean.backend.fields.unordered_refusal`), naming
+            ``what``, the value and its type.
+        BackendValueError: more than ``limit`` entries, by ``len()`` where the value has one (read
+            before any entry: an array's is free), else once ``limit + 1`` have been read.
+    """
+    zero_d = getattr(value, "ndim", 1) == 0  # numpy and torch: Iterable, but iter() raises
+    if isinstance(value, str | bytes) or zero_d or not isinstance(value, Iterable):
+        why_not = " (a 0-d array or tensor holds one value, not a sequence)" if zero_d else ""
+        raise BackendTypeError(f"{what} must be {accepted}, got {describe(value)}{why_not}")
+    unordered = unordered_refusal(value, what, accepted, why)
+    if unordered is not None:
+        raise BackendTypeError(unordered)
+    too_many = f"{what} must have at most {limit} entries ({accepted}), got"
+    if isinstance(value, Sized):
+        try:
+            count = len(value)
+        except Exception:  # a __len__ that raises: the bounded read below still stops in time
+            count = None
+        if isinstance(count, int) and count > limit:
+            raise BackendValueError(f"{too_many} {count}: {describe(value)}")
+    items = tuple(itertools.islice(value, limit + 1))
+    if len(items) > limit:
+        raise BackendValueError(f"{too_many} more: {describe(value)}")
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +184,11 @@ def requested_ops(ops: object) -> tuple[BackendOp, ...]:
     a common slip for ``plan_ops(["relu"])``, and iterating it would plan the letters.
 
     Raises:
-        BackendTypeError: a string, a single op, a set, a mapping (review168 F2) or a non-iterable
-            ``ops``; an entry of the wrong type.
+        BackendTypeError: a string, a single op, a set, a mapping (review168 F2), a 0-d array or
+            tensor or another non-iterable ``ops`` (:func:`ordered_items`); an entry of the wrong
+            type.
+        BackendValueError: more than :data:`MOST_ITEMS` ops (a stride-0 view of 2**40 entries is
+            refused by its length at once, review239 F2).
         UnknownLabelError: an entry that is an unknown op label.
     """
     if isinstance(ops, BackendOp):
@@ -149,12 +197,8 @@ def requested_ops(ops: object) -> tuple[BackendOp, ...]:
         )
     if isinstance(ops, str):
         raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got the string {ops!r}; write [{ops!r}]")
-    if not isinstance(ops, Iterable):
-        raise BackendTypeError(f"ops must be {_OPS_ACCEPTED}, got {describe(ops)}")
-    unordered = unordered_refusal(ops, "ops", _OPS_ACCEPTED, "a plan keeps the ops' order")
-    if unordered is not None:
-        raise BackendTypeError(unordered)
-    return tuple(requested_op(op, f"ops[{index}]") for index, op in enumerate(ops))
+    items = ordered_items(ops, "ops", _OPS_ACCEPTED, "a plan keeps the ops' order")
+    return tuple(requested_op(op, f"ops[{index}]") for index, op in enumerate(items))
 
 
 def missing_op_message(policy: KernelPolicy, op: BackendOp) -> str:

@@ -40,7 +40,6 @@ from torchlean.backend.fields import (
     name_field,
     parse_member,
     tuple_field,
-    unordered_refusal,
 )
 from torchlean.backend.graph import GraphKernelPlan, GraphLike, check_graph, checked_plan_graph
 from torchlean.backend.planner import (
@@ -48,6 +47,7 @@ from torchlean.backend.planner import (
     KernelPlan,
     PlannedKernel,
     explain_op,
+    ordered_items,
     plan_ops_available,
     policy_verdict,
     requested_op,
@@ -153,8 +153,12 @@ class BackendProfile:
 
         Raises:
             BackendTypeError: ``modules`` is a single module, a string, a set or a mapping (their
-                order decides selection: review168 F1) or not iterable, or an entry is not a
-                :class:`CapsuleModule` (a module's own entries are checked when it is built).
+                order decides selection: review168 F1), a 0-d array or tensor, or not iterable, or
+                an entry is not a :class:`CapsuleModule` (a module's own entries are checked when it
+                is built).
+            BackendValueError: more than :data:`~torchlean.backend.planner.MOST_ITEMS` modules
+                (:func:`~torchlean.backend.planner.ordered_items`: a stride-0 view of 2**40 entries
+                is refused by its length, review239 F2).
             RegistryError: a runtime guard name that does not resolve to a callable
                 (:func:`torchlean.backend.registry.check_guards`); a capsule named like a shipped
                 one of another op, provider or device (:func:`torchlean.backend.registry.check_names`).
@@ -167,16 +171,16 @@ class BackendProfile:
             )
         if isinstance(modules, str) or not isinstance(modules, Iterable):
             raise BackendTypeError(f"with_capsule_modules expects {accepted}, got {describe(modules)}")
-        unordered = unordered_refusal(modules, "with_capsule_modules: modules", "an ordered iterable of "
-                                      "CapsuleModule", "their order decides which capsule is selected")
-        if unordered is not None:
-            raise BackendTypeError(unordered)
-        new = tuple(modules)
-        for index, module in enumerate(new):
+        items = ordered_items(modules, "with_capsule_modules: modules", f"an ordered {accepted[3:]}",
+                              "their order decides which capsule is selected")
+        checked: list[CapsuleModule] = []
+        for index, module in enumerate(items):
             if not isinstance(module, CapsuleModule):
                 raise BackendTypeError(
                     f"with_capsule_modules: modules[{index}] must be a CapsuleModule, got {describe(module)}"
                 )
+            checked.append(module)
+        new = tuple(checked)
         new_names = {module.name for module in new}
         kept = tuple(module for module in self.capsule_modules if module.name not in new_names)
         return dataclasses.replace(self, capsule_modules=new + kept)
@@ -620,7 +624,19 @@ def get(name: str) -> BackendProfile:
 def near_profile(name: str) -> str:
     """``; did you mean <profile>?`` for ``name``, a slip of a shipped profile's name or close to
     it (:func:`~torchlean.backend.vocabulary.did_you_mean` with ``close``, by the profile's device,
-    not its name's), else ``""``: the suffix of an unknown-profile message."""
+    not its name's), else ``""``: the suffix of an unknown-profile message. A name more than twice
+    as long as the longest profile name is close to none (``difflib``'s ratio 0.75 needs a length
+    within 5/3 of the other's) and is not compared, which would take a time quadratic in its length.
+
+    Raises:
+        BackendTypeError: ``name`` is not a string (review239 F8), naming it and its type.
+    """
+    if not isinstance(name, str):
+        raise BackendTypeError(
+            f"near_profile: name must be a string (a profile name as typed), got {describe(name)}"
+        )
+    if len(name) > 2 * max(len(known) for known in _PROFILES):
+        return ""
     devices = {shipped: profile.policy.device.label for shipped, profile in _PROFILES.items()}
     return did_you_mean(name, names(), close=True, devices=devices)
 
