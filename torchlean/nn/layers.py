@@ -68,6 +68,7 @@ ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid", "silu", "softplus")
 InitKind = Literal["uniform", "normal", "zeros", "ones"]
 _INIT_KINDS: tuple[str, ...] = get_args(InitKind)
 _MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
+_MAX_DIMS = 64  # entries of a shape argument (checked_dims): numpy's and torch's rank limit
 
 
 class ShapeError(TorchLeanError, ValueError):
@@ -109,20 +110,31 @@ def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
     ``np.array(x.shape[1:])``), or, with ``allow_int``, a single int meaning a one-axis shape (as
     ``torch.nn.LayerNorm``).
 
+    At most 64 entries (numpy's and torch's rank limit): the length is read before any entry, so
+    a declared-only view of ``2**40`` entries is refused at once (review239 F2: listing it raised
+    a bare ``MemoryError``).
+
     Raises:
-        ShapeError: ``<what> must be ..., got <value!r>`` naming the accepted forms.
+        ShapeError: ``<what> must be ..., got <value>`` naming the accepted forms (the value
+            shortened); ``<what> must have at most 64 entries (numpy's and torch's rank limit), got
+            array([1, 1, 1, ..., 1, 1, 1], shape=(1099511627776,)) of length 1099511627776``.
     """
     items: Sequence[object] = ()
     if allow_int and is_int(value):
         items = (value,)
-    elif isinstance(value, (tuple, list)):
-        items = value
-    elif isinstance(value, np.ndarray) and value.ndim == 1:
+    elif isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        if len(value) > _MAX_DIMS:
+            raise ShapeError(
+                f"{what} must have at most {_MAX_DIMS} entries (numpy's and torch's rank limit), got "
+                f"{_checks.shown_briefly(value)} of length {len(value)}"
+            )
         items = list(value)
     dims = [int(d) for d in items if is_int(d) and int(d) >= 1]
     if not items or len(dims) != len(items):
         accepted = "an int >= 1 or a non-empty" if allow_int else "a non-empty"
-        raise ShapeError(f"{what} must be {accepted} tuple or list of ints >= 1, got {value!r}")
+        raise ShapeError(
+            f"{what} must be {accepted} tuple or list of ints >= 1, got {_checks.shown_briefly(value, 80)}"
+        )
     return tuple(dims)
 
 
@@ -550,7 +562,8 @@ class LayerNorm(Layer):
     a weight (ones) and bias (zeros) of shape ``normalized_shape``; shape preserving.
 
     Raises:
-        ShapeError: a bad ``normalized_shape`` (an int >= 1 or a non-empty tuple/list of them), an
+        ShapeError: a bad ``normalized_shape`` (an int >= 1 or a non-empty tuple/list of at most
+            64 of them: :func:`checked_dims`), an
             ``eps`` that is not a finite real >= 0 (when built); an input whose trailing axes are
             not ``normalized_shape`` (:meth:`output_shape`).
     """

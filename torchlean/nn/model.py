@@ -583,8 +583,8 @@ def build(
 ) -> Model:
     """Instantiate ``layer`` for per-sample ``input_shape`` with seeded parameters.
 
-    ``input_shape`` (a tuple, list or 1-d integer numpy array of ints >= 1; stored as a tuple of
-    ints) may be omitted when the first layer is a linear layer, or layers that keep its input
+    ``input_shape`` (a tuple, list or 1-d integer numpy array of at most 64 ints >= 1; stored as a
+    tuple of ints) may be omitted when the first layer is a linear layer, or layers that keep its input
     shape come before one (an identity, activations, dropout, a layer norm). ``seed`` is an integer (Python or
     numpy) in ``[0, 2**64)``; parameter ``i`` is drawn from ``np.random.default_rng([seed, i])``.
     ``dtype`` is float32 or float64 (a numpy spelling or the torch dtype). Initial values follow
@@ -594,7 +594,8 @@ def build(
     whose ``parameters`` are in ``dtype``.
 
     Raises:
-        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape``, or none given for a
+        ShapeError: ``layer`` is not a :class:`Layer`; a bad ``input_shape`` (also one of more
+            than 64 entries, refused by its length before any entry is read), or none given for a
             model that does not start with a linear layer, or with layers that keep its input
             shape before one (``cannot infer the input shape of relu; pass input_shape=``);
             ``seed`` not an
