@@ -25,23 +25,37 @@ R = TypeVar("R")
 
 
 class _Holder:
-    __slots__ = ("frame", "ident", "name", "what")
+    __slots__ = ("frame", "ident", "name", "succession", "what")
 
     def __init__(self, what: str, frame: FrameType) -> None:
         self.what = what
-        self.frame = frame
+        self.frame: FrameType | None = frame
         self.ident = threading.get_ident()
         self.name = threading.current_thread().name
+        self.succession: dict[str, _Holder] = {}  # who took it over, once it was left behind
 
     def running(self) -> bool:
         """Whether its call is still on its thread's stack."""
+        frame = self.frame
+        if frame is None:  # released
+            return False
         here = self.ident == threading.get_ident()
         top = sys._getframe() if here else sys._current_frames().get(self.ident)
         while top is not None:
-            if top is self.frame:
+            if top is frame:
                 return True
             top = top.f_back
         return False
+
+
+class _Released(_Holder):
+    """The successor a released hold names: no thread can take it over after its release."""
+
+    def __init__(self) -> None:  # no call, no thread
+        self.what, self.frame, self.ident, self.name, self.succession = "released", None, 0, "", {}
+
+
+_RELEASED = _Released()
 
 
 class Exclusive:
@@ -49,7 +63,8 @@ class Exclusive:
     free (it is the trainer's running state, not its data).
 
     No lock: the hold is taken with ``dict.setdefault``, one step under the GIL, so nothing can be
-    left locked. Only a stale hold taken over by two threads at the same moment lets both run."""
+    left locked; a hold left behind is taken over by the one thread that wins its own
+    ``setdefault`` (review238 F2: removing whatever hold was there could remove a live one)."""
 
     __slots__ = ("_slot",)
 
@@ -64,28 +79,55 @@ class Exclusive:
         """Take it for ``what``, whose call runs ``frame``: ``(holder, None)``; or ``(None, why
         what cannot run)`` while another exclusive call runs."""
         holder = _Holder(what, frame)
-        current = self._slot.setdefault("held", holder)
-        if current is not holder and not current.running():  # left by an interrupt: taken over
-            self._slot.pop("held", None)
+        current = holder
+        for _ in range(_ATTEMPTS):
             current = self._slot.setdefault("held", holder)
-        if current is holder:
-            return holder, None
-        if current.ident == holder.ident:
-            return None, (
-                f"{what} was called while this trainer's {current.what} runs, from within it (its "
-                f"on_batch or lr_schedule); a trainer runs one fit or step at a time: call {what} after "
-                f"{current.what} returns (evaluate and predict may be called from on_batch)"
-            )
-        return None, (
-            f"{what} was called while this trainer's {current.what} runs in thread {current.name!r}; a "
-            "trainer runs one fit or step at a time (two at once would train the same epochs and mix "
-            f"their updates): call {what} after it returns, or train another Trainer"
-        )
+            if current is holder:
+                return holder, None
+            if current.running():
+                break
+            # left behind by an interrupt, or released meanwhile: one thread wins its succession
+            successor = current.succession.setdefault("next", holder)
+            if successor is holder:  # never released (a release closes it first): the slot is current's
+                self._slot["held"] = holder
+                return holder, None
+            if successor is not _RELEASED and successor.running():
+                current = successor
+                break
+        holder.frame = None
+        return None, _busy(what, holder, current)
 
     def release(self, holder: _Holder) -> None:
-        """Free it, if ``holder`` still holds it."""
+        """Free it, if ``holder`` still holds it, closing its succession first (so a thread that
+        judged it left behind cannot take over the hold that follows it: review238 F2), and drop
+        ``holder``'s frame (review238 F1: the frame kept the hold, and so the call's arguments,
+        alive in a reference cycle)."""
+        holder.succession.setdefault("next", _RELEASED)
+        holder.frame = None
         if self._slot.get("held") is holder:
             self._slot.pop("held", None)
+
+
+_ATTEMPTS = 100
+"""How many holds one call looks at before it calls itself refused (each a hold that was
+released or left behind as it looked: in practice one or two)."""
+
+
+def _busy(what: str, holder: _Holder, current: _Holder) -> str:
+    """Why ``what`` (``holder``) cannot run while ``current`` holds it."""
+    if current is holder:  # every hold it looked at changed under it
+        return f"{what} was called while other calls of this trainer's fit or step kept starting"
+    if current.ident == holder.ident:
+        return (
+            f"{what} was called while this trainer's {current.what} runs, from within it (its "
+            f"on_batch or lr_schedule); a trainer runs one fit or step at a time: call {what} after "
+            f"{current.what} returns (evaluate and predict may be called from on_batch)"
+        )
+    return (
+        f"{what} was called while this trainer's {current.what} runs in thread {current.name!r}; a "
+        "trainer runs one fit or step at a time (two at once would train the same epochs and mix "
+        f"their updates): call {what} after it returns, or train another Trainer"
+    )
 
 
 class _HasExclusive(Protocol):

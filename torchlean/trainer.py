@@ -956,6 +956,12 @@ class Trainer(Generic[In, Out]):
         # step are its own too
         return {**self.__dict__, "_graphs": {}, "_graph_kernels": [], "_exclusive": Exclusive()}
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The state :meth:`__getstate__` gave, with a free :class:`Exclusive` of its own (one
+        pickled before fit and step held one had none: review238 F7)."""
+        self.__dict__.update(state)
+        self._exclusive = Exclusive()
+
     # ------------------------------------------------------------------------------ lifecycle
 
     def open(self) -> Session:

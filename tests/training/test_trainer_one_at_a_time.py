@@ -103,3 +103,86 @@ def test_copies_of_an_unrun_trainer_are_free():
         assert twin._exclusive is not trainer._exclusive
         twin.fit(X, Y, epochs=1, batch_size=16)
         assert twin.epochs_done == 1
+
+
+def test_a_step_keeps_nothing_alive_after_it_returns():
+    """review238 F1: the hold kept its call's frame, a reference cycle that kept every minibatch
+    (and fit's training set) alive until the cyclic collector ran; with it disabled, for good."""
+    import gc
+    import weakref
+
+    class Batch(np.ndarray):
+        pass
+
+    trainer = _trainer()
+    trainer.open()
+    gc.collect()
+    gc.disable()
+    try:
+        xb = X[:8].copy().view(Batch)
+        alive = weakref.ref(xb)
+        trainer.step(xb, Y[:8])
+        del xb
+        assert alive() is None
+        xs = X.copy().view(Batch)
+        alive = weakref.ref(xs)
+        trainer.fit(xs, Y, epochs=1, batch_size=16)
+        del xs
+        assert alive() is None
+    finally:
+        gc.enable()
+
+
+def test_a_thread_that_judged_a_released_hold_left_behind_does_not_take_over_the_next_one(monkeypatch):
+    """review238 F2: a thread that found one fit's hold, and was switched out before judging it,
+    judged it left behind once that fit had returned, and removed the hold of the fit that came
+    next, which then ran unprotected beside that thread's steps."""
+    from torchlean import _exclusive
+
+    trainer = _trainer()
+    trainer.open()
+    first_inside, judging, second_inside, done = (threading.Event() for _ in range(4))
+    running = _exclusive._Holder.running
+
+    def switched_out_while_judging(holder: _exclusive._Holder) -> bool:
+        if threading.current_thread().name == "stepper" and not judging.is_set():
+            judging.set()
+            assert second_inside.wait(30)  # as a thread switch here may let the next fit start
+        return running(holder)
+
+    monkeypatch.setattr(_exclusive._Holder, "running", switched_out_while_judging)
+
+    def fits() -> None:
+        trainer.fit(X, Y, epochs=1, batch_size=32, on_batch=lambda *_: (first_inside.set(), judging.wait(30)))
+        trainer.fit(X, Y, epochs=1, batch_size=32, on_batch=lambda *_: (second_inside.set(), done.wait(30)))
+
+    outcomes: list[str] = []
+
+    def steps() -> None:
+        assert first_inside.wait(30)
+        for _ in range(2):
+            try:
+                trainer.step(X[:8], Y[:8])
+                outcomes.append("ran")
+            except TrainerError as error:
+                outcomes.append(str(error).split(";")[0])
+        done.set()
+
+    threads = [threading.Thread(target=fits, name="fitter"), threading.Thread(target=steps, name="stepper")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes == ["step was called while this trainer's fit runs in thread 'fitter'"] * 2
+    assert (trainer.epochs_done, trainer.steps_done) == (2, 2)
+
+
+def test_a_trainer_pickled_without_a_hold_trains(tmp_path):
+    """review238 F7: an unrun trainer pickled before fit and step held one had no ``_exclusive``."""
+    trainer = _trainer()
+    state = trainer.__getstate__()
+    del state["_exclusive"]
+    old = Trainer.__new__(Trainer)
+    old.__setstate__(state)
+    old.fit(X, Y, epochs=1, batch_size=16)
+    assert old.epochs_done == 1
