@@ -51,12 +51,14 @@ _PYTHON2_HEADER = "Reading `.npy` or `.npz` file required additional header pars
 
 
 _PLAIN_HEADER = re.compile(
-    rb"\{'descr': '[<>|=]?[A-Za-z][0-9]*', 'fortran_order': (?:True|False), "
+    rb"\{'descr': '[<>|=]?[biufcUS][0-9]+', 'fortran_order': (?:True|False), "
     rb"'shape': \((?:|[0-9]+,|[0-9]+(?:, [0-9]+)+)\), \} *\n"
 )
-"""A ``.npy`` header as ``np.save`` writes one for an array of a plain dtype (``{'descr': '<f8',
-'fortran_order': False, 'shape': (3, 4), }``, padded with spaces, then a newline): one numpy
-parses without a warning, so it is read outside :func:`_unusual_header_quiet`'s filters."""
+"""A ``.npy`` header as ``np.save`` writes one for an array of a plain dtype, bool, integer,
+float, complex or text (``{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }``, padded
+with spaces, then a newline): one numpy parses without a warning (no Python 2 literal, no
+escape, no deprecated alias such as ``'a8'``: review238 F3), so it is read outside
+:func:`_unusual_header_quiet`'s filters."""
 
 
 @contextlib.contextmanager
@@ -84,8 +86,10 @@ def _unusual_header_quiet(plain: bool) -> Iterator[None]:
 
     ``warnings.catch_warnings`` is not thread-safe: two threads inside it at once can leave its
     filters installed for good (review237 F1: two threads loading checkpoints left an ``ignore``
-    of every ``SyntaxWarning``), so a plain header, every one ``np.save`` writes, is read without
-    it."""
+    of every ``SyntaxWarning``), so a plain header, every one ``np.save`` writes for the arrays
+    torchlean reads, is read without it; an unusual one (a Python 2 literal ``(8L,)``, a
+    structured or datetime dtype) read in two threads at once may still leave its filters, which
+    ignore only these warnings."""
     if plain:
         yield
         return
@@ -93,8 +97,8 @@ def _unusual_header_quiet(plain: bool) -> Iterator[None]:
         warnings.filterwarnings("ignore", message=_PYTHON2_HEADER, category=UserWarning)
         # a header holding '\\e' (an invalid escape) warns from ast.literal_eval, shown by default
         # from Python 3.12 (review210 F2)
-        warnings.filterwarnings("ignore", category=SyntaxWarning)
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape sequence")
+        for category in (SyntaxWarning, DeprecationWarning):
+            warnings.filterwarnings("ignore", category=category, message="invalid escape sequence")
         yield
 
 

@@ -11,7 +11,7 @@ a dim in torch's range (:func:`_dim`), sizes given positionally or as torch's ke
 from __future__ import annotations
 
 import enum
-import warnings
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -132,6 +132,10 @@ def _to_refusal(argument: str) -> str:
     )
 
 
+_BYTES_ALIAS = re.compile(r"[<>=|]?a[0-9]*")
+"""numpy's deprecated alias of the bytes dtype ``S``: ``'a'``, ``'a5'``, ``'|a8'``."""
+
+
 def _is_dtype_spelling(value: object) -> bool:
     """Whether ``value`` spells a dtype (a ``torch.dtype``, a numpy dtype or scalar type, a Python
     number type, or a string numpy reads as a dtype), for :meth:`Tensor.to`'s refusal."""
@@ -142,12 +146,14 @@ def _is_dtype_spelling(value: object) -> bool:
     if isinstance(value, type):
         return issubclass(value, np.generic | bool | int | float | complex)
     if isinstance(value, str):
-        with warnings.catch_warnings():  # numpy deprecates some aliases ('a'); the answer is enough
-            warnings.simplefilter("ignore")
-            try:
-                np.dtype(value)
-            except TypeError:
-                return False
+        # numpy 2 deprecates the bytes alias 'a' ('a5'): answered here, as np.dtype would warn and
+        # warnings.catch_warnings is not thread-safe (review238 F3)
+        if value in np.sctypeDict or _BYTES_ALIAS.fullmatch(value):
+            return True
+        try:
+            np.dtype(value)
+        except TypeError:
+            return False
         return True
     return False
 

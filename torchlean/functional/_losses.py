@@ -205,7 +205,7 @@ def _smoothed_weighted(smoothing: float) -> str:
         f"the weighted mean plus {smoothing!r} / C times tl.reduce_sum(-tl.log_softmax(logits, 1) * w) / "
         "w[ids].sum() for (N, C) logits (C the number of classes, w along the class axis), and for "
         f"class probabilities the formula for them with probs * (1 - {smoothing!r}) + {smoothing!r} / C "
-        "in place of probs (review236 F2: no w[ids], as probabilities have no ids)"
+        "in place of probs (no w[ids]: probabilities have no ids)"
     )
 
 

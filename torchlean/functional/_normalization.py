@@ -132,7 +132,9 @@ def batch_norm(
     Eval computes ``(x - running_mean) / sqrt(running_var + eps)`` (then ``* weight + bias``), so
     ``eps=0`` (accepted in eval, as torch) with a zero running variance gives ``±inf`` where ``x``
     differs from the mean and NaN where it equals it; torch's fused eval kernel (``x * invstd +
-    ...``) gives NaN or ``-inf`` there instead (review236 F5). With any ``eps > 0`` the two agree.
+    ...``) gives NaN or ``-inf`` there instead (review236 F5). With ``eps > 0`` both are finite
+    for values of ordinary size and agree up to rounding (near the float range, or with a variance
+    far below ``x``'s magnitude, torch's fused form overflows or cancels where this one does not).
 
     Raises:
         GuardError: bad shapes or dtypes, eval without both running statistics, running
