@@ -296,9 +296,9 @@ def test_set_grad_enabled_takes_only_a_bool(enabled: object) -> None:
     # the value is named too (review122 F1), a huge integer by its size
     value = "an integer of about 5001 digits" if type(enabled) is int and enabled > 1 else repr(enabled)
     refusal = rf"^set_grad_enabled: enabled must be a bool; got {re.escape(value)} of type {named} "
-    with pytest.raises(TypeError, match=refusal):
+    with pytest.raises(tl.TensorTypeError, match=refusal):  # a TypeError too (review239 F13)
         set_grad_enabled(enabled)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=refusal):
+    with pytest.raises(tl.TensorTypeError, match=refusal):
         GradMode(enabled)  # type: ignore[arg-type]
     assert isinstance(enabled, np.bool_) == (named == "numpy.bool")
     with pytest.raises(TypeError, match=r"must be bool"):

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar, cast, overload
 
 from torchlean._checks import shown_briefly
+from torchlean._tensor_errors import TensorTypeError
 from torchlean.autograd._entries import EntryRecord, ExitOutcome
 
 __all__ = [
@@ -68,7 +69,7 @@ class GradMode:
             named = kind.__qualname__
             if kind.__module__ != "builtins":
                 named = f"{kind.__module__}.{named}"
-            raise TypeError(
+            raise TensorTypeError(  # a torchlean error, as every argument refusal (review239 F13)
                 f"set_grad_enabled: enabled must be a bool; got {shown_briefly(enabled)} of type {named} "
                 "(accepted: True or False; other values are not converted)"
             )
@@ -104,7 +105,9 @@ class GradMode:
 
     def __call__(self, func: _F) -> _F:
         if not callable(func):
-            raise TypeError(f"a grad mode decorates a function, got {func!r} of type {type(func).__name__}")
+            raise TensorTypeError(
+                f"a grad mode decorates a function, got {func!r} of type {type(func).__name__}"
+            )
         enabled = self._enabled
         if inspect.isgeneratorfunction(func):
             return cast(_F, _generator_under(func, enabled))
@@ -186,7 +189,7 @@ def set_grad_enabled(enabled: bool) -> GradMode:
     switches the mode). Also ``torchlean.set_grad_enabled``.
 
     Raises:
-        TypeError: ``enabled`` not a Python bool (``"False"`` would read as true; torch refuses
+        TensorTypeError: ``enabled`` not a Python bool (``"False"`` would read as true; torch refuses
             non-bools too, numpy bools included).
     """
     return _SetGradEnabled(enabled)
@@ -204,7 +207,7 @@ def no_grad(func: _F | None = None) -> GradMode | _F:
     Ops inside record no tape nodes and are planned with policy VJP mode ``none``.
 
     Raises:
-        TypeError: ``func`` given and not callable.
+        TensorTypeError: ``func`` given and not callable.
     """
     mode = GradMode(False)
     return mode if func is None else mode(func)
@@ -219,7 +222,7 @@ def enable_grad(func: _F | None = None) -> GradMode | _F:
     decorator too, with or without parentheses.
 
     Raises:
-        TypeError: ``func`` given and not callable.
+        TensorTypeError: ``func`` given and not callable.
     """
     mode = GradMode(True)
     return mode if func is None else mode(func)
