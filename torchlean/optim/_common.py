@@ -4,13 +4,14 @@ also after rounding to binary32) and the checks of parameter and gradient arrays
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._tensor_data import masked_entries
+from torchlean._tensor_data import _is_torch_tensor, masked_entries
 from torchlean.backend.errors import TorchLeanError
 
 Array = npt.NDArray[np.floating]
@@ -75,6 +76,12 @@ def _type_name(value: object) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+def container_name(value: object) -> str:
+    """How a refused container argument is named: its type (:func:`_type_name`), with ``(0-d)``
+    for a 0-d array or tensor, which Python says it can iterate but cannot (review239 F4)."""
+    return f"{_type_name(value)} (0-d)" if getattr(value, "ndim", None) == 0 else _type_name(value)
+
+
 def _not_a_float_array(what: str, index: int, value: object, caller: str = "optimizer") -> str:
     """The refusal of a parameter or gradient that is not a numpy float array, naming its type."""
     got = f"numpy.ndarray of dtype {value.dtype}" if isinstance(value, np.ndarray) else _type_name(value)
@@ -88,22 +95,54 @@ def _not_a_float_array(what: str, index: int, value: object, caller: str = "opti
     )
 
 
+def is_single_value(value: object, *, arrays: bool = True) -> bool:
+    """Whether ``value`` is one value where a sequence of them is expected, though Python can
+    iterate it (or says it can): a torch tensor (as ``torch.optim`` refuses one), any value with
+    ``ndim == 0`` (``iter`` of a 0-d array or tensor raises a bare ``TypeError``: review239 F4), a
+    string, bytes or a mapping, and with ``arrays`` any numpy array (one parameter)."""
+    return (
+        isinstance(value, str | bytes | Mapping)
+        or (arrays and isinstance(value, np.ndarray))
+        or _is_torch_tensor(value)
+        or getattr(value, "ndim", None) == 0
+    )
+
+
+def listed_entries(value: Iterable[Any], refusal: str) -> list[Any]:
+    """``list(value)``, refusing an iterable with more entries than memory holds (a ``range`` or
+    a sized view of ``2**40`` entries: ``list`` raised a bare, empty ``MemoryError``; review239
+    F2) with ``refusal`` (the caller's refusal of ``value``) and its length.
+
+    Raises:
+        OptimizerError: ``<refusal> of length 1099511627776 (more entries than memory holds)``.
+    """
+    try:
+        return list(value)
+    except MemoryError:
+        raise OptimizerError(
+            f"{refusal} of length {operator.length_hint(value)} (more entries than memory holds)"
+        ) from None
+
+
 def _listed(what: str, value: object, caller: str = "optimizer") -> list[Any]:
     """``value`` (the parameters or gradients of ``create``/``step``) as a list: any iterable but
-    a single array, a string or a mapping (as ``torch.optim`` refuses a single tensor).
+    a single array or tensor (0-d included), a string or a mapping (as ``torch.optim`` refuses a
+    single tensor): :func:`is_single_value`.
 
     Raises:
         OptimizerError: ``optimizer: parameters must be a sequence of numpy arrays (one per
-            parameter), got numpy.ndarray``.
+            parameter), got numpy.ndarray`` (``torch.Tensor``, ``int``, ...), or ``... got range of
+            length 1099511627776 (more entries than memory holds)``.
     """
     if isinstance(value, list | tuple):
         return list(value)
-    if isinstance(value, np.ndarray | str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise OptimizerError(
-            f"{caller}: {what} must be a sequence of numpy arrays (one per parameter), "
-            f"got {_type_name(value)}"
-        )
-    return list(value)
+    refusal = (
+        f"{caller}: {what} must be a sequence of numpy arrays (one per parameter), "
+        f"got {container_name(value)}"
+    )
+    if is_single_value(value) or not isinstance(value, Iterable):
+        raise OptimizerError(refusal)
+    return listed_entries(value, refusal)
 
 
 def _plain_arrays(what: str, values: list[Any], caller: str = "optimizer") -> list[Any]:

@@ -6,14 +6,20 @@ import inspect
 import math
 import numbers
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from torchlean._checks import plain_bool, plain_float, shown, shown_briefly
-from torchlean.optim._common import OptimizerError, _type_name
+from torchlean.optim._common import (
+    OptimizerError,
+    _type_name,
+    container_name,
+    is_single_value,
+    listed_entries,
+)
 from torchlean.tensor import BoolLike, RealLike, _preview
 
 if TYPE_CHECKING:
@@ -75,7 +81,9 @@ class ParamGroup:
     both frozen), else ``step_`` refuses the step, as torch refuses a parameter in two groups.
 
     Raises:
-        OptimizerError: ``match`` neither a regular expression nor callable; an override named
+        OptimizerError: ``match`` neither a regular expression nor callable, a class (``int``,
+            ``str``: its call builds an instance, not a bool), or a function whose signature
+            cannot take ``(name, shape)``; an override named
             ``lr`` (use ``lr_scale``), a name that is not a string, a value that is neither a bool
             nor a real number, ``lr_scale`` not a finite real number >= 0 (bools refused);
             ``frozen`` not a bool, or ``True`` with overrides.
@@ -137,18 +145,33 @@ class ParamGroup:
     def selects(self, name: str, shape: tuple[int, ...]) -> bool:
         """Whether this group selects the parameter ``name`` of ``shape``.
 
+        An exception the selection function raises propagates as it is, with a note naming the
+        group and the parameter (review239 F14: neither was named).
+
         Raises:
-            OptimizerError: the selection function returns something other than a bool.
+            OptimizerError: the selection function returns something other than a bool
+                (``optimizer: optim.group(f) must return a bool for each parameter, got 1 for
+                '0.bias'``).
+            Exception: what the selection function raises, noted ``in optim.group(f), selecting
+                parameter '0.bias' of shape (3,): called as f('0.bias', (3,))``.
         """
         if isinstance(self.match, str):
             return re.search(self.match, name) is not None
         if isinstance(self.match, re.Pattern):
             return self.match.search(name) is not None
-        chosen = self.match(name, shape)
+        try:
+            chosen = self.match(name, shape)
+        except Exception as error:  # the user's function: its error, noting where it was called
+            label = getattr(self.match, "__qualname__", "match")
+            error.add_note(
+                f"in {self.describe()}, selecting parameter {name!r} of shape {shape}: called as "
+                f"{label}({name!r}, {shape})"
+            )
+            raise
         if not isinstance(chosen, (bool, np.bool_)):
             raise OptimizerError(
-                f"optimizer: {self.describe()} must return a bool for each parameter, got {chosen!r} "
-                f"for {name!r}"
+                f"optimizer: {self.describe()} must return a bool for each parameter, got "
+                f"{shown_briefly(chosen)} of type {type(chosen).__name__} for {name!r}"
             )
         return bool(chosen)
 
@@ -276,12 +299,15 @@ def betas_pair(betas: object) -> tuple[Any, Any]:
     and ``beta2`` are.
 
     Raises:
-        OptimizerError: anything else (a generator, a string, three values)."""
+        OptimizerError: anything else (a generator, a string, three values, an array of another
+            shape, refused by its shape before any entry is read)."""
     if isinstance(betas, np.ma.MaskedArray) and np.ma.is_masked(betas):  # tolist() gives None
         raise OptimizerError(
             "optimizer: betas must be a pair of numbers, got a masked array with a masked entry"
         )
-    values = betas.tolist() if isinstance(betas, np.ndarray) and betas.ndim == 1 else betas
+    # a 1-d array of two entries only: tolist() of a view declaring 2**40 entries raised a bare
+    # MemoryError (review239 F2); any other array is refused below as not a pair
+    values = betas.tolist() if isinstance(betas, np.ndarray) and betas.shape == (2,) else betas
     if not isinstance(values, tuple | list) or len(values) != 2:
         raise OptimizerError(
             "optimizer: betas must be a pair (beta1, beta2), as torch's: a tuple, list or 1-d array of two "
@@ -296,8 +322,20 @@ def _check_selector(match: Callable[..., object]) -> None:
     ``TypeError`` escaped from ``create``); a callable without a signature Python can read is
     called as it is.
 
+    A class (``int``, ``str``, ``bool``, a class of one's own) is refused too (review239 F14):
+    calling one builds an instance, not a bool, and a builtin's signature cannot be read, so
+    ``optim.group(int, ...)`` was taken and ``create`` failed with ``'tuple' object cannot be
+    interpreted as an integer``, naming neither the group nor the parameter.
+
     Raises:
-        OptimizerError: ``match`` cannot take two positional arguments."""
+        OptimizerError: ``match`` is a class, or cannot take two positional arguments."""
+    if isinstance(match, type):
+        raise OptimizerError(
+            "optimizer: a group function is called as match(name, shape), name a string and shape a tuple "
+            f"of ints, and returns a bool; got the class {match.__qualname__}, whose call builds an "
+            f"instance (accepted: a function such as lambda name, shape: len(shape) < 2, or a regular "
+            "expression)"
+        )
     try:
         signature = inspect.signature(match)
     except (TypeError, ValueError):  # a builtin without a text signature
@@ -330,14 +368,17 @@ def _listed_groups(groups: object) -> list[ParamGroup]:
     """``groups`` as a list of :class:`ParamGroup` (any sequence of them).
 
     Raises:
-        OptimizerError: not a sequence (one group alone included), or an entry that is not a group.
+        OptimizerError: not a sequence (one group alone included; a 0-d array or tensor, which
+            Python cannot iterate though it says it can), more entries than memory holds, or an
+            entry that is not a group.
     """
-    single = isinstance(groups, ParamGroup | str | bytes | Mapping)
+    refusal = (
+        f"optimizer: groups must be a sequence of optim.group(...) records, got {container_name(groups)}"
+    )
+    single = isinstance(groups, ParamGroup) or is_single_value(groups, arrays=False)
     if single or not isinstance(groups, Iterable):
-        raise OptimizerError(
-            f"optimizer: groups must be a sequence of optim.group(...) records, got {_type_name(groups)}"
-        )
-    listed = list(groups)
+        raise OptimizerError(refusal)
+    listed = listed_entries(groups, refusal)
     for index, entry in enumerate(listed):
         if not isinstance(entry, ParamGroup):
             raise OptimizerError(
@@ -350,7 +391,9 @@ def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]
     """The parameters' names for ``create``: one string per parameter, or none at all.
 
     Raises:
-        OptimizerError: groups without names; names that are not a sequence of ``count`` strings.
+        OptimizerError: groups without names; names that are not a sequence of ``count`` strings
+            (a 0-d array or tensor included; a sized one of another length is refused by its
+            length before any entry is read, review239 F2).
     """
     if names is None:
         if required:
@@ -358,9 +401,11 @@ def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]
                 "optimizer: groups select parameters by name: pass names= (for a model, model.names)"
             )
         return ()
-    if isinstance(names, str | bytes | Mapping) or not isinstance(names, Iterable):
-        raise OptimizerError(f"optimizer: names must be a sequence of strings, got {_type_name(names)}")
-    listed = list(names)
+    if is_single_value(names, arrays=False) or not isinstance(names, Iterable):
+        raise OptimizerError(f"optimizer: names must be a sequence of strings, got {container_name(names)}")
+    if isinstance(names, Sized) and len(names) != count:
+        raise OptimizerError(f"optimizer: expected {count} names (one per parameter), got {len(names)}")
+    listed = listed_entries(names, f"optimizer: names must be a sequence of strings, got {_type_name(names)}")
     others = [name for name in listed if not isinstance(name, str)]
     if others:
         raise OptimizerError(f"optimizer: names must be strings, got {others[0]!r}")

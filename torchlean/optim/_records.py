@@ -156,8 +156,10 @@ class OptimizerConfig(ABC):
         Raises:
             OptimizerError: ``optimizer: parameter 0 must be a numpy float array (numpy.ndarray of dtype
                 float16, float32 or float64), got torchlean.tensor.Tensor``; ``params`` that is a
-                single array, a string, a mapping or not iterable (:func:`_listed`); ``groups``
-                without ``names``, ``names`` not one string per parameter, a group that selects
+                single array or torch tensor (a 0-d one included), a string, a mapping, not
+                iterable, or of more entries than memory holds (:func:`_listed`); ``groups``
+                (likewise; and ``groups`` without ``names``), ``names`` not one string per
+                parameter (a sized one of another length refused before any entry is read), a group that selects
                 no parameter or a parameter two groups select (neither frozen), an override this
                 optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
                 that freeze every parameter (naming them); a parameter that is a masked array with
@@ -981,8 +983,8 @@ class Optimizer(PicklesAtEveryProtocol):
                 created for shape (2,) and dtype float64``; ``optimizer: gradient 1 has shape (3,)
                 and dtype float32, but parameter 1 has shape (2,) and dtype float64``; a parameter
                 or gradient that is not a numpy array (a torchlean ``Tensor``, say), as in ``create``;
-                ``params`` or ``grads`` that is a single array or not iterable (as in ``create``); a
-                masked array with a masked entry (as in ``create``).
+                ``params`` or ``grads`` that is a single array or tensor (0-d included) or not
+                iterable (as in ``create``); a masked array with a masked entry (as in ``create``).
         """
         prepared = self._prepare_step(params, grads)
         store_together(lambda: self._commit_step(prepared))
@@ -1077,15 +1079,17 @@ def _betas(betas: object, beta1: RealLike, beta2: RealLike) -> tuple[float, floa
             ``beta1`` (torch's ``Adam(params, lr, betas)`` written positionally), naming ``betas=``.
     """
     given: object = beta1
-    values = given.tolist() if isinstance(given, np.ndarray) and given.ndim == 1 else given
+    values = given if not isinstance(given, np.ndarray) or given.ndim != 1 else (
+        given.tolist() if given.shape == (2,) else ()  # review239 F2: no tolist() of a 2**40-entry view
+    )
     if betas is None and isinstance(values, tuple | list):  # torch's Adam(params, lr, betas) order
         valid = len(values) == 2 and all(  # echo the pair only where the keyword form takes it (review53 F7)
             isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1 for v in values
         )
         pair = repr(tuple(values)) if valid else "(b1, b2)"
         raise OptimizerError(
-            f"optimizer: beta1 must be a real number (int or float), got {shown(beta1)}: a sequence in "
-            "beta1's place is torch's Adam(params, lr, betas) order; torchlean's optimizers take no "
+            f"optimizer: beta1 must be a real number (int or float), got {shown_briefly(beta1)}: a sequence "
+            "in beta1's place is torch's Adam(params, lr, betas) order; torchlean's optimizers take no "
             f"params, and beta1, beta2 one by one: pass betas={pair} (or beta1=, beta2=) by keyword"
         )
     if betas is None:

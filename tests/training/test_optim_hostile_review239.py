@@ -1,0 +1,153 @@
+"""review239 F2/F4/F14 (optim): 0-d arrays and tensors where a sequence goes, lengths beyond memory,
+huge ``betas``, classes as group functions and a group function that raises: each refused with an
+``OptimizerError`` naming the argument (or, for the user's own exception, noted with the group and
+the parameter), where Python's ``TypeError``/``MemoryError`` escaped bare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from torchlean import optim
+
+HUGE: Any = np.broadcast_to(np.int64(1), (2**40,))  # 8 bytes of memory, 2**40 entries
+T0: Any = torch.tensor(1.0)  # 0-d: Python says it iterates, iter() raises TypeError
+A0: Any = np.array(1.0)
+T1: Any = torch.ones(2)
+LONG: Any = range(2**40)
+HUGE_SHOWN = "array([1, 1, 1, ..., 1, 1, 1], shape=(1099511627776,))"
+PARAMS = [np.ones(3), np.ones((2, 2))]
+NAMES = ["0.bias", "0.weight"]
+SEQ = "must be a sequence of numpy arrays (one per parameter), got"
+MEMORY = "of length 1099511627776 (more entries than memory holds)"
+
+
+def _sgd() -> optim.Optimizer:
+    return optim.sgd(0.1).create(PARAMS)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: optim.sgd(0.1).create(T0), f"optimizer: parameters {SEQ} torch.Tensor (0-d)"),
+        (lambda: optim.sgd(0.1).create(A0), f"optimizer: parameters {SEQ} numpy.ndarray (0-d)"),
+        (lambda: optim.sgd(0.1).create(T1), f"optimizer: parameters {SEQ} torch.Tensor"),
+        (lambda: optim.sgd(0.1).create(LONG), f"optimizer: parameters {SEQ} range {MEMORY}"),
+        (lambda: _sgd().step(T0, PARAMS), f"optimizer: parameters {SEQ} torch.Tensor (0-d)"),
+        (lambda: _sgd().step(PARAMS, T0), f"optimizer: gradients {SEQ} torch.Tensor (0-d)"),
+        (lambda: _sgd().step_(T0), f"optimizer: parameters {SEQ} torch.Tensor (0-d)"),
+        (lambda: optim.clip_grad_norm(T0, 1.0), f"clip_grad_norm: gradients {SEQ} torch.Tensor (0-d)"),
+        (lambda: optim.clip_grad_value(A0, 1.0), f"clip_grad_value: gradients {SEQ} numpy.ndarray (0-d)"),
+    ],
+)
+def test_parameter_and_gradient_containers(call: Callable[[], object], message: str) -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        call()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"names": np.array("a")}, "optimizer: names must be a sequence of strings, got numpy.ndarray (0-d)"),
+        ({"names": T0}, "optimizer: names must be a sequence of strings, got torch.Tensor (0-d)"),
+        ({"names": HUGE}, "optimizer: expected 2 names (one per parameter), got 1099511627776"),
+        (
+            {"names": NAMES, "groups": np.array(1)},
+            "optimizer: groups must be a sequence of optim.group(...) records, got numpy.ndarray (0-d)",
+        ),
+        (
+            {"names": NAMES, "groups": T0},
+            "optimizer: groups must be a sequence of optim.group(...) records, got torch.Tensor (0-d)",
+        ),
+        (
+            {"names": NAMES, "groups": HUGE},
+            f"optimizer: groups must be a sequence of optim.group(...) records, got numpy.ndarray {MEMORY}",
+        ),
+    ],
+)
+def test_names_and_groups_containers(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        optim.sgd(0.1).create(PARAMS, **kwargs)
+    assert str(info.value) == message
+
+
+def test_names_and_groups_as_arrays_still_work() -> None:
+    """Control: a 1-d array of names and of groups are sequences of them."""
+    names: Any = np.array(NAMES)
+    groups: Any = np.array([optim.group("bias")], dtype=object)
+    opt = optim.sgd(0.1).create(PARAMS, names=names, groups=groups)
+    assert opt.membership == (0, None)
+
+
+PAIR = (
+    "optimizer: betas must be a pair (beta1, beta2), as torch's: a tuple, list or 1-d array of two numbers, "
+    f"got {HUGE_SHOWN}"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: optim.adam(betas=HUGE),
+        lambda: optim.adamw(betas=HUGE),
+        lambda: optim.group("bias", betas=HUGE),
+    ],
+)
+def test_huge_betas_are_refused_by_their_shape(call: Callable[[], object]) -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        call()
+    assert str(info.value) == PAIR
+
+
+def test_huge_array_as_beta1_is_refused_as_torchs_order() -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        optim.adam(beta1=HUGE)
+    assert str(info.value).startswith(
+        f"optimizer: beta1 must be a real number (int or float), got {HUGE_SHOWN}: a sequence in beta1's "
+        "place is torch's Adam(params, lr, betas) order"
+    )
+    assert "pass betas=(b1, b2)" in str(info.value)
+    pair: Any = np.array([0.5, 0.75])
+    assert optim.adam(betas=pair).beta2 == 0.75  # control: a 1-d pair is taken
+
+
+@pytest.mark.parametrize("cls", [int, str, bool, dict])
+def test_a_class_is_refused_as_a_group_function(cls: type) -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        optim.group(cls, weight_decay=0.0)
+    assert str(info.value) == (
+        "optimizer: a group function is called as match(name, shape), name a string and shape a tuple of "
+        f"ints, and returns a bool; got the class {cls.__name__}, whose call builds an instance (accepted: a "
+        "function such as lambda name, shape: len(shape) < 2, or a regular expression)"
+    )
+
+
+def _divide(name: str, shape: tuple[int, ...]) -> bool:
+    return 1 / 0 > 0
+
+
+def test_a_raising_group_function_is_noted_with_group_and_parameter() -> None:
+    with pytest.raises(ZeroDivisionError) as info:
+        optim.sgd(0.1).create(PARAMS, names=NAMES, groups=[optim.group(_divide, weight_decay=0.0)])
+    assert info.value.__notes__ == [
+        "in optim.group(_divide, weight_decay=0.0), selecting parameter '0.bias' of shape (3,): called as "
+        "_divide('0.bias', (3,))"
+    ]
+
+
+def _pair(name: str, shape: tuple[int, ...]) -> Any:
+    return np.array([1, 2])
+
+
+def test_a_non_bool_answer_names_its_type_and_the_parameter() -> None:
+    with pytest.raises(optim.OptimizerError) as info:
+        optim.sgd(0.1).create(PARAMS, names=NAMES, groups=[optim.group(_pair)])
+    assert str(info.value) == (
+        "optimizer: optim.group(_pair) must return a bool for each parameter, got array([1, 2]) of type "
+        "ndarray for '0.bias'"
+    )
