@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 __all__ = [
+    "NUL_IN_PATH",
     "check_name_fits",
     "check_renamable_over",
     "check_replaceable",
@@ -29,6 +30,12 @@ __all__ = [
     "umask",
     "writes_in_place",
 ]
+
+NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
+"""The reason a path with a NUL byte cannot be written or read (where Python raises a bare
+``ValueError: embedded null byte``), as the ``strerror`` of the ``OSError`` raised here for it and
+in the messages of :func:`torchlean.checkpoint.save` and :func:`torchlean.provenance.file_sha256`
+(review239 F11)."""
 
 _STREAMS = ("dev", "proc")
 """Top-level folders whose links name streams (``/dev/stdout``, ``/dev/fd/1``,
@@ -54,7 +61,11 @@ def umask() -> int:
 
 def writes_in_place(path: Path) -> bool:
     """Whether :func:`replace_file` writes ``path`` in place rather than replacing it: a stream's
-    link (``/dev/stderr``, ``/proc/self/fd/1``) or an existing file that is not a regular one."""
+    link (``/dev/stderr``, ``/proc/self/fd/1``) or an existing file that is not a regular one.
+
+    Raises:
+        OSError: a path with a NUL byte (:data:`NUL_IN_PATH`).
+    """
     return _target(path) is None
 
 
@@ -63,7 +74,15 @@ def _target(path: Path) -> Path | None:
     keeps naming its target, which is replaced); None when ``path`` is to be written in place: a
     link under ``/dev`` or ``/proc`` (``-`` is ``/dev/stdout``, which may be redirected to a file
     the shell holds open: replacing that file would lose the rest of stdout), or an existing file
-    that is not a regular one (a pipe, a device)."""
+    that is not a regular one (a pipe, a device).
+
+    Raises:
+        OSError: ``EINVAL`` with :data:`NUL_IN_PATH` for a path with a NUL byte (``os.path.realpath``
+            would raise a bare ``ValueError``), so that :func:`replace_file`'s and
+            :func:`check_replaceable`'s callers catch one exception for every unusable path.
+    """
+    if "\0" in os.fsdecode(os.fspath(path)):
+        raise OSError(errno.EINVAL, NUL_IN_PATH, os.fsdecode(os.fspath(path)))
     parts = Path(os.path.abspath(path)).parts
     if len(parts) > 1 and parts[1] in _STREAMS and os.path.islink(path):
         return None

@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import _npz
-from torchlean._atomic import replace_file, stream_sha256
+from torchlean._atomic import NUL_IN_PATH, replace_file, stream_sha256
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS
@@ -72,7 +72,7 @@ from torchlean._checkpoint_model import literals as _literals
 from torchlean._checkpoint_model import optimizer_fit as _optimizer_fit
 from torchlean._checkpoint_model import optimizer_form as _optimizer_form
 from torchlean._checkpoint_model import optimizer_values as _optimizer_values
-from torchlean._checks import DECIMAL_INTEGER, is_builtin_int
+from torchlean._checks import DECIMAL_INTEGER, is_builtin_int, shown_briefly
 from torchlean._csv import refused_character
 from torchlean._limits import MAX_TORCH_THREADS
 from torchlean._memory import usable_memory
@@ -406,10 +406,12 @@ class Checkpoint:
     Raises:
         CheckpointError: any field outside what is stated above, naming the field and the
             accepted values (``version`` not in :data:`SUPPORTED_VERSIONS`: ``unsupported
-            checkpoint version 3 (supported: 1, 2)``; a ``dropout`` outside ``[0, 1)`` or nonzero
-            with ``version`` 1; a ``test_fraction`` outside ``(0, 1)`` or other than 0.2 with
-            ``version`` 1; a missing, unexpected or mis-shaped weight, or
-            one that is not an array of ``dtype``, and the same for the training state's
+            checkpoint version 3 (supported: 1, 2)``; a ``dtype``, ``task`` or ``capsules_order``
+            that is not a string, an array or a tensor included, named shortened with its type
+            before it is compared (review239 F6, F7: numpy's and torch's errors before); a
+            ``dropout`` outside ``[0, 1)`` or nonzero with ``version`` 1; a ``test_fraction``
+            outside ``(0, 1)`` or other than 0.2 with ``version`` 1; a missing, unexpected or
+            mis-shaped weight, or one that is not an array of ``dtype``, and the same for the training state's
             ``last_weights``; a ``training`` that is not a :class:`TrainingState` or ``None``, or
             one with ``version`` 1; a training state whose optimizer state does not fit the model
             (no ``steps`` or ``param_steps`` entry, ``param_steps`` not one count per parameter, a
@@ -555,6 +557,11 @@ class Checkpoint:
                 f"{'None' if rows is None else 'given'}, capsules_order {_value_shown(order)}"
             )
         words = [RECORD_ORDERS[mode] for mode in ExecutionMode]
+        if order is not None and not isinstance(order, str):  # review239 F7: before comparing it
+            raise CheckpointError(
+                f"capsules_order must be one of {' | '.join(words)} (a string) or None, got "
+                f"{shown_briefly(order)} of type {type(order).__name__}"
+            )
         if order is not None and order not in words:
             raise CheckpointError(
                 f"capsules_order must be one of {' | '.join(words)} (the order of the capsules list) or "
@@ -819,7 +826,9 @@ class Checkpoint:
             value = getattr(self, name)
             if isinstance(value, np.integer):
                 object.__setattr__(self, name, int(value))
-        if self.dtype is not None and not isinstance(self.dtype, str):
+        # a dtype or a scalar type only: np.dtype reads any value's .dtype (np.float64(1.0), an
+        # array) and raises ValueError for a torch tensor (review239 F6)
+        if isinstance(self.dtype, np.dtype | type):
             try:
                 dtype_name = np.dtype(self.dtype).name
             except TypeError:
@@ -835,6 +844,11 @@ class Checkpoint:
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def _check_task(self) -> None:
+        if not isinstance(self.task, str):  # review239 F7: compared below, an array raised numpy's errors
+            raise CheckpointError(
+                f"task must be classification or regression (a string), got {shown_briefly(self.task)} of "
+                f"type {type(self.task).__name__}"
+            )
         if self.task == "classification":
             if (
                 not _strings(self.classes)
@@ -1106,7 +1120,9 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
             ``.`` or ``..``, as the CLI's ``--save`` refuses it), is a directory (``it is a
             directory``) or another
             existing path that is not a regular file (a device or a pipe), or the file cannot be
-            written (naming the path and the operating system's reason); an entry that is not a
+            written (naming the path as :func:`load` shows it and the reason: the operating system's,
+            ``File name too long`` for a name or path too long, or ``the path holds a NUL byte,
+            which no file name can``: review239 F11); an entry that is not a
             bool, integer, float or text array, which ``np.savez`` would pickle (naming it;
             :class:`Checkpoint` admits none); metadata longer than :func:`load` reads (2**24
             characters), before anything is written.
@@ -1114,18 +1130,25 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"save needs a Checkpoint, got {type(checkpoint).__name__}")
     _check_path(path)
-    given = os.fspath(path)
+    given = os.fsdecode(os.fspath(path))
+    named = path_shown(given)  # one line, nothing for the terminal, as load names it (review239 F11)
     if given.endswith(("/", os.sep)) or os.path.basename(given) in (".", ".."):  # review119 F4
         raise CheckpointError(  # realpath would drop a final "/" and write the file "newdir"
-            f"cannot write checkpoint {path}: it names a folder (a final /, . or ..); give a file path, as "
+            f"cannot write checkpoint {named}: it names a folder (a final /, . or ..); give a file path, as "
             "torchlean train --save takes it"
         )
-    file = Path(os.path.realpath(path))  # through a symbolic link: the link keeps naming the checkpoint
-    if file.is_dir():  # review115 F6: named as the CLI names it, not as "a device or a pipe"
-        raise CheckpointError(f"cannot write checkpoint {path}: it is a directory; give a file path")
-    if file.exists() and not file.is_file():
+    if "\0" in given:  # review239 F11: os.path.realpath's bare ValueError
+        raise CheckpointError(f"cannot write checkpoint {named}: {NUL_IN_PATH}")
+    try:  # a name or path too long (ENAMETOOLONG), a loop of links: the system's reason (review239 F11)
+        file = Path(os.path.realpath(given))  # through a symbolic link: the link keeps naming the checkpoint
+        is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
+    except OSError as error:
+        raise CheckpointError(f"cannot write checkpoint {named}: {error.strerror or error}") from None
+    if is_dir:  # review115 F6: named as the CLI names it, not as "a device or a pipe"
+        raise CheckpointError(f"cannot write checkpoint {named}: it is a directory; give a file path")
+    if exists and not is_file:
         raise CheckpointError(
-            f"cannot write checkpoint {path}: it exists and is not a regular file (a device or a pipe "
+            f"cannot write checkpoint {named}: it exists and is not a regular file (a device or a pipe "
             "would be replaced); give a file path"
         )
     metadata = {
@@ -1177,7 +1200,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
     text = json.dumps(metadata)
     if len(text) > _METADATA_CHARS:  # review149 F1: load would refuse it, after it replaced a good file
         raise CheckpointError(
-            f"cannot write checkpoint {path}: its metadata has {len(text)} characters, more than load reads "
+            f"cannot write checkpoint {named}: its metadata has {len(text)} characters, more than load reads "
             f"({_METADATA_CHARS}); nothing was written"
         )
     # Any: numpy's stubs type savez's keyword arguments as its own allow_pickle flag
@@ -1202,7 +1225,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
         if not isinstance(value, np.ndarray) or value.dtype.kind not in _PLAIN_KINDS:
             shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
             raise CheckpointError(
-                f"cannot write checkpoint {path}: entry {name!r} is {shown}, not a bool, integer, float "
+                f"cannot write checkpoint {named}: entry {name!r} is {shown}, not a bool, integer, float "
                 "or text array (np.savez would pickle it)"
             )
     # written beside the target and renamed over it, so a failed write (a full disk) leaves an
@@ -1210,7 +1233,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
     try:
         digest = replace_file(file, lambda handle: np.savez(handle, **arrays))
     except OSError as error:
-        raise CheckpointError(f"cannot write checkpoint {path}: {error.strerror or error}") from None
+        raise CheckpointError(f"cannot write checkpoint {named}: {error.strerror or error}") from None
     assert digest is not None, "a real path is replaced, never written in place"  # streams: refused above
     return digest
 

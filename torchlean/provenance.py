@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._atomic import NUL_IN_PATH
 from torchlean._checks import shown_briefly
 from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
@@ -261,14 +262,10 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path (review239 F11)
-        reason = _NUL_REASON if isinstance(error, ValueError) else error.strerror or error
+        reason = NUL_IN_PATH if isinstance(error, ValueError) else error.strerror or error
         shown = path_shown(os.fsdecode(os.fspath(path)))
         raise TorchLeanError(f"cannot read {shown} to digest it: {reason}") from None
     return digest.hexdigest()
-
-
-_NUL_REASON = "the path holds a NUL byte, which no file name can"
-"""Why a path with a NUL byte cannot be opened (Python's ``ValueError: embedded null byte``)."""
 
 
 def weights_sha256(weights: Mapping[str, npt.NDArray[Any]]) -> str:
