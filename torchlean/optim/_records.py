@@ -159,12 +159,15 @@ class OptimizerConfig(ABC):
                 single array or torch tensor (a 0-d one included), a string, a mapping, not
                 iterable, or of more entries than memory holds (:func:`_listed`); ``groups``
                 (likewise; and ``groups`` without ``names``), ``names`` not one string per
-                parameter (a sized one of another length refused before any entry is read), a group that selects
-                no parameter or a parameter two groups select (neither frozen), an override this
-                optimizer does not take or out of its domain (:func:`_group_config`); frozen groups
-                that freeze every parameter (naming them); a parameter that is a masked array with
-                a masked entry (:func:`_plain_arrays`); no parameters at all, as torch's
-                ``optimizer got an empty parameter list`` (review196 F5: its steps did nothing).
+                parameter (a sized one of another length refused before any entry is read), a
+                group that selects no parameter or a parameter two groups select (neither frozen),
+                an override this optimizer does not take or out of its domain
+                (:func:`_group_config`); frozen groups that freeze every parameter (naming them); a
+                parameter that is a masked array with a masked entry (:func:`_plain_arrays`); no
+                parameters at all, as torch's ``optimizer got an empty parameter list`` (review196
+                F5: its steps did nothing).
+            Exception: what a group's selection function raises, noted with the group and the
+                parameter (:meth:`ParamGroup.selects`).
         """
         params = _plain_arrays("parameter", _listed("parameters", params))
         if not params:
