@@ -262,6 +262,14 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
                 "with .astype(bool) for a mask or .astype(np.int64) for positions, a torch tensor "
                 "with .bool() or .long()"
             )
+        beyond = _beyond_int64(item)
+        if beyond is not None:  # review239 F3: numpy casts uint64 index data to int64, wrapping it
+            value, wraps = beyond
+            wrapped = f", which numpy would read as {_wrapped(value)} and write there" if wraps else ""
+            raise TensorIndexError(
+                f"cannot assign to index {index!r} of a tensor of shape {t.shape}: index {value} is out "
+                f"of range (beyond int64{wrapped})"
+            )
     if changed:  # slice bounds as integers (a 0-d array or tensor bound: review202 F2)
         index = tuple(items)
     data = t._data
@@ -293,6 +301,41 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
         except (ValueError, TypeError, IndexError, OverflowError) as fault:
             raise _unassignable(t, index, fault) from fault
     t._version.bump()
+
+
+_INT64_RANGE = range(-(2**63), 2**63)
+
+
+def _beyond_int64(item: object) -> tuple[int, bool] | None:
+    """An integer of index ``item`` (a Python or numpy integer, an integer array, or a list or
+    tuple numpy reads as one) outside int64, the first found, and whether numpy would wrap it
+    (unsigned index data, cast to int64 modulo 2**64) rather than refuse it; else None."""
+    if isinstance(item, bool | np.bool_):
+        return None
+    if isinstance(item, int | np.integer):
+        return None if int(item) in _INT64_RANGE else (int(item), False)
+    if isinstance(item, list | tuple):
+        try:
+            item = np.asarray(item)
+        except (ValueError, TypeError, OverflowError):  # ragged or not numbers: numpy's own refusal
+            return None
+    if not isinstance(item, np.ndarray) or not item.size:
+        return None
+    flat = item.ravel()
+    if item.dtype.kind == "u":
+        beyond = flat > np.iinfo(np.int64).max
+        return (int(flat[np.argmax(beyond)]), True) if beyond.any() else None
+    if item.dtype.kind == "O":  # Python integers beyond uint64 ([2**70])
+        for value in flat:
+            integer = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+            if integer and int(value) not in _INT64_RANGE:
+                return int(value), False
+    return None
+
+
+def _wrapped(value: int) -> int:
+    """``value`` as numpy's cast to int64 reads it (modulo 2**64)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 def _write(data: Any, index: Any, source: Array) -> None:

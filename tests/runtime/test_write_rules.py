@@ -294,6 +294,36 @@ def test_copy_writes_or_refuses_before_writing_never_in_numpys_words(
 
 
 @pytest.mark.parametrize(
+    ("index", "value", "wrapped"),
+    [
+        (np.array([2**64 - 1], np.uint64), 2**64 - 1, -1),
+        ((0, np.array([1, 2**63], np.uint64)), 2**63, -(2**63)),
+        ([2**64 - 1], 2**64 - 1, -1),
+        (np.uint64(2**64 - 1), 2**64 - 1, None),
+        (2**64 - 1, 2**64 - 1, None),
+        ([2**70], 2**70, None),
+        (-(2**63) - 1, -(2**63) - 1, None),
+    ],
+    ids=["uint64-array", "uint64-in-tuple", "list", "uint64-scalar", "int", "huge-list", "below-int64"],
+)
+def test_an_index_beyond_int64_is_refused_in_a_write(index: object, value: int, wrapped: int | None) -> None:
+    """review239 F3: numpy casts uint64 index data to int64, so ``x[np.array([2**64 - 1],
+    np.uint64)] = 1`` wrote x[-1]; a scalar beyond int64 gave numpy's "Python int too large to
+    convert to C long". Oracle: the index out of range, nothing written."""
+    x = tl.tensor(np.zeros((2, 4)))
+    told = f", which numpy would read as {wrapped} and write there" if wrapped is not None else ""
+    with pytest.raises(tl.TensorIndexError) as caught:
+        x[index] = 1.0
+    assert str(caught.value) == (
+        f"cannot assign to index {index!r} of a tensor of shape (2, 4): index {value} is out of range "
+        f"(beyond int64{told})"
+    )
+    assert x.numpy().tolist() == [[0.0] * 4] * 2
+    x[np.array([1], np.uint64)] = 1.0  # unsigned index data within int64 is written as positions
+    assert x.numpy().tolist() == [[0.0] * 4, [1.0] * 4]
+
+
+@pytest.mark.parametrize(
     "index",
     [np.array([1, 0, 1], np.uint8), list(np.array([1, 0, 1], np.uint8)), [np.array([1, 0, 1], np.uint8)]],
     ids=["array", "list-of-uint8", "list-holding-an-array"],
