@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ import mpmath
 import numpy as np
 import numpy.typing as npt
 
+from torchlean._checks import shown_briefly
 from torchlean.spec.errors import SpecTypeError, SpecValueError
 
 Array = npt.NDArray[Any]
@@ -68,13 +70,18 @@ def working_dtype(arrays: Mapping[str, Array]) -> np.dtype[Any]:
 
     Raises:
         SpecTypeError: an input is neither floating nor an object array (integer, bool, complex),
-            naming the input, its dtype and the accepted kinds.
+            naming the input, its dtype and the accepted kinds; an object array holding an entry
+            that is not an ``mpmath.mpf`` (a Python int beyond int64, which numpy stores as an
+            object, a float, a ``Fraction``: review239 F16, taken to the 50-digit path without a
+            word before), naming the input, the entry and :func:`as_mpf_array`, which converts
+            them.
     """
     has_object = False
     floating: list[np.dtype[Any]] = []
     for name, array in arrays.items():
         kind = array.dtype.kind
         if kind == "O":
+            _check_mpf_entries(name, array)
             has_object = True
         elif kind == "f":
             floating.append(array.dtype)
@@ -88,13 +95,68 @@ def working_dtype(arrays: Mapping[str, Array]) -> np.dtype[Any]:
     return np.result_type(*floating) if floating else np.dtype(np.float64)
 
 
+def _check_mpf_entries(name: str, array: Array) -> None:
+    """Refuse an object array ``name`` with an entry that is not an ``mpmath.mpf``. Each stored
+    entry is looked at once: an axis of stride 0 (a broadcast view) is read at its first index.
+
+    Raises:
+        SpecTypeError: naming the input, the first such entry's index, value and type, and
+            :func:`as_mpf_array`.
+    """
+    stored = array[(..., *(slice(0, 1) if stride == 0 else slice(None) for stride in array.strides))]
+    for index, entry in np.ndenumerate(stored):
+        if not isinstance(entry, mpmath.mpf):
+            at = f" at {index}" if stored.ndim else ""
+            held = f"{shown_briefly(entry)} of type {type(entry).__name__}{at}"
+            raise SpecTypeError(
+                f"{name} is an object array holding {held}, "
+                f"not an mpmath.mpf (accepted: a floating array, or an object array of mpmath.mpf for the "
+                f"mpmath path: spec.as_mpf_array({name}) converts ints, floats and Fractions exactly)"
+            )
+
+
+def _is_torch_tensor(value: object) -> bool:
+    """Whether ``value`` is a torch tensor, without importing torch (none exists before it is)."""
+    tensor_class = getattr(sys.modules.get("torch"), "Tensor", None)
+    return isinstance(tensor_class, type) and isinstance(value, tensor_class)
+
+
+def _torch_refusal(name: str, t: Any) -> str | None:
+    """Why the torch tensor ``t`` cannot be read as a host array (review239 F5: torch's
+    ``RuntimeError``/``TypeError`` from ``.numpy()`` before), else ``None``."""
+    shape = tuple(t.shape)
+    if t.device.type == "meta":
+        return f"{name} is a meta torch tensor (shape {shape}): it has no values (accepted: a numpy array)"
+    why = ("requires grad" if t.requires_grad else f"is on {t.device}" if t.device.type != "cpu"
+           else f"has layout {t.layout}" if str(t.layout) != "torch.strided" else None)
+    if why is None:
+        return None
+    return (f"{name} is a torch tensor (shape {shape}, dtype {t.dtype}) that {why}: pass t.detach().cpu()"
+            f"{'.to_dense()' if 'layout' in why else ''} (accepted: a numpy array or a CPU torch tensor "
+            "that does not require grad)")
+
+
 def as_array(name: str, value: object) -> Array:
     """``np.asarray(value)`` for the array-like argument ``name`` of a spec function.
 
     Raises:
         SpecValueError: ragged nested sequences (``mask [[True], [True, False]] is not a
             rectangular array: ...``), which numpy refuses with a bare ``ValueError``.
+        SpecTypeError: a torch tensor that requires grad, is on another device than the CPU (a
+            meta one has no values) or is not strided (review239 F5), naming ``t.detach().cpu()``;
+            one whose values numpy cannot hold (bfloat16), naming torch's reason.
     """
+    if _is_torch_tensor(value):
+        refusal = _torch_refusal(name, value)
+        if refusal is not None:
+            raise SpecTypeError(refusal)
+        try:
+            return np.asarray(value)
+        except (RuntimeError, TypeError) as error:  # bfloat16, a conjugate bit: torch's .numpy()
+            raise SpecTypeError(
+                f"{name} is a torch tensor numpy cannot read: {error} (accepted: a numpy array or a CPU "
+                "torch tensor of a numpy dtype, t.detach().cpu().to(torch.float64))"
+            ) from None
     try:
         return np.asarray(value)
     except ValueError as error:

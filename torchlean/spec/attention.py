@@ -90,8 +90,11 @@ def prepare_attention(
     """Validate and convert attention operands (shared by the standard and the tiled spec).
 
     Raises:
-        SpecTypeError: a non-floating q/k/v, a non-boolean mask, or a ``scale`` that is not a real
-            number (a string, a bool, an array).
+        SpecTypeError: a non-floating q/k/v (an object array is taken only of ``mpmath.mpf``
+            entries: :func:`~torchlean.spec.as_mpf_array` converts others), a non-boolean mask, a
+            torch tensor that requires grad, is not on the CPU or has no values (review239 F5:
+            ``t.detach().cpu()`` is named), or a ``scale`` that is not a real number (a string, a
+            bool, an array).
         SpecValueError: rank below 2, mismatched feature or key axes, leading axes of q, k, v
             that do not broadcast, a mask that does not broadcast to the scores
             ``(*batch, nQ, nK)`` (or would enlarge them, which PyTorch's

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_or_numpy_int
+from torchlean._checks import is_builtin_or_numpy_int, shown, shown_briefly
 from torchlean.backend.errors import UnknownLabelError
 from torchlean.backend.providers.reference.ieee import ieee
 from torchlean.spec import _arith
@@ -26,12 +26,18 @@ CausalAlign = Literal["upper_left", "lower_right"]
 CAUSAL_ALIGNMENTS: tuple[str, ...] = ("upper_left", "lower_right")
 
 
+_MOST_ELEMENTS = int(np.iinfo(np.intp).max) // 8
+"""The most entries of a :func:`causal_mask` (and of either of its sides): what one array of the
+int64 positions it is computed from can hold, the cap ``nn.build`` sets on a parameter."""
+
+
 def _size(name: str, value: object) -> int:
     if not is_builtin_or_numpy_int(value):
-        raise SpecTypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+        got = f"{shown_briefly(value)} of type {type(value).__name__}"
+        raise SpecTypeError(f"{name} must be an int, got {got}")
     size = int(value)
     if size < 0:
-        raise SpecValueError(f"{name} must be >= 0, got {size}")
+        raise SpecValueError(f"{name} must be >= 0, got {shown(size)}")
     return size
 
 
@@ -51,16 +57,33 @@ def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = 
     ``torch/nn/attention/bias.py``.
 
     Raises:
-        SpecTypeError: a size that is not an int.
-        SpecValueError: a negative size.
+        SpecTypeError: a size that is not an int; an ``align`` that is not a string (an array:
+            numpy's ``truth value ... is ambiguous`` before, review239 F7).
+        SpecValueError: a negative size; sizes whose mask has more entries than one array of
+            their int64 positions can hold (``n_q``, ``n_k`` or ``n_q * n_k`` above
+            1152921504606846975: numpy's ``Maximum allowed size exceeded`` before, review239
+            F12; a mask merely too large for the memory raises ``MemoryError``).
         UnknownLabelError: ``align`` is not one of ``upper_left``, ``lower_right``.
     """
     rows = _size("n_q", n_q)
     cols = rows if n_k is None else _size("n_k", n_k)
+    if not isinstance(align, str):
+        raise SpecTypeError(
+            f"causal_mask: align must be one of {', '.join(CAUSAL_ALIGNMENTS)} (a string), got "
+            f"{shown_briefly(align)} of type {type(align).__name__}"
+        )
+    if max(rows, cols, rows * cols) > _MOST_ELEMENTS:
+        raise SpecValueError(
+            f"causal_mask: n_q = {shown(rows)}, n_k = {shown(cols)} (n_q * n_k = {shown(rows * cols)}) is "
+            "more than one array of their int64 positions can hold (accepted: n_q, n_k and n_q * n_k at "
+            f"most {_MOST_ELEMENTS})"
+        )
     if align not in CAUSAL_ALIGNMENTS:
         raise UnknownLabelError(
             f"unknown causal alignment {align!r}; accepted: {', '.join(CAUSAL_ALIGNMENTS)}"
         )
+    if rows == 0 or cols == 0:
+        return np.zeros((rows, cols), dtype=bool)
     offset = 0 if align == "upper_left" else cols - rows
     i = np.arange(rows)[:, None]
     j = np.arange(cols)[None, :]
@@ -131,8 +154,11 @@ def hard_masked_softmax(scores: npt.ArrayLike, mask: npt.ArrayLike | None, axis:
 
     Raises:
         SpecTypeError: ``mask`` is not boolean (additive biases are a separate operation),
-            ``scores`` is not floating/mpmath, or ``axis`` is not an integer (a float, a string or
-            a bool).
+            ``scores`` is not floating/mpmath (an object array only of ``mpmath.mpf`` entries: a
+            Python int beyond int64, which numpy stores as an object, is refused naming
+            :func:`~torchlean.spec.as_mpf_array`, review239 F16), a torch tensor that requires
+            grad, is not on the CPU or has no values (naming ``t.detach().cpu()``, review239 F5), or
+            ``axis`` is not an integer (a float, a string or a bool).
         SpecValueError: ``scores`` and ``mask`` do not broadcast, ``axis`` is out of range, or
             ``scores``/``mask`` is a ragged nested sequence.
     """
