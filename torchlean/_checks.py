@@ -222,10 +222,22 @@ def padding_index(
     return index % count
 
 
+def is_dtype_spelling(value: object) -> bool:
+    """Whether ``value`` is of a kind that spells a dtype: a string, a numpy dtype, a type (numpy
+    scalar types, ``float``, ``bool``) or a torch dtype. numpy's ``np.dtype`` also reads the
+    ``dtype`` of any value that has one (``np.int64(2)``, an array, a tensor), and ``None`` as
+    float64; those are values, not spellings (review239 F6)."""
+    if isinstance(value, str | np.dtype | type):
+        return True
+    kind = type(value)
+    return kind.__module__ == "torch" and kind.__name__ == "dtype"
+
+
 def _read_dtype(dtype: object) -> np.dtype[Any] | None:
     """numpy's reading of a dtype spelling (a torch dtype by its name, as ``torchlean.tensor``
-    reads it), or ``None`` for ``None`` and for what numpy cannot read."""
-    if dtype is None:
+    reads it), or ``None`` for ``None``, for a value that is not a spelling
+    (:func:`is_dtype_spelling`) and for what numpy cannot read."""
+    if not is_dtype_spelling(dtype):
         return None
     if type(dtype).__module__ == "torch":
         dtype = str(dtype).removeprefix("torch.")

@@ -29,6 +29,7 @@ from torchlean._checks import (
     dtype_shown,
     int_overflow,
     is_ambiguous_float,
+    is_dtype_spelling,
     shown,
     shown_briefly,
 )
@@ -54,9 +55,17 @@ def resolve_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     Raises:
         TensorError: ``unsupported tensor dtype X (supported: float32 | float64 | int64 | bool)``,
             also for the string ``"float"`` (float64 to numpy, float32 to torch).
+        TensorTypeError: ``dtype`` is not a dtype spelling but a value (``None``, ``np.int64(2)``,
+            an array or a tensor, whose ``.dtype`` numpy would read: review239 F6).
     """
     if is_ambiguous_float(dtype):
         raise TensorError(_unsupported(dtype_shown(dtype)))
+    if not is_dtype_spelling(dtype):  # np.dtype reads a value's .dtype, and None as float64
+        raise TensorTypeError(
+            f"unsupported tensor dtype {_preview(dtype)} of type {type(dtype).__name__}: not a dtype "
+            "(accepted: a string such as 'float32', a numpy dtype or scalar type, or a torch dtype; "
+            "supported: float32 | float64 | int64 | bool)"
+        )
     spelled = dtype
     if type(dtype).__module__ == "torch":
         spelled = str(dtype).removeprefix("torch.")

@@ -22,6 +22,7 @@ SUBMODULES = sorted(p.stem for p in PACKAGE.glob("_*.py") if p.stem != "__init__
 # What the functional layer may import from torchlean: the layers below it, and its own submodules.
 ALLOWED = (
     "torchlean._checks",
+    "torchlean._limits",  # constants only (MAX_RANK)
     "torchlean.autograd",
     "torchlean.backend",
     "torchlean.tensor",

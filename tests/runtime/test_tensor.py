@@ -89,6 +89,35 @@ def test_dtype_spellings(spelling: object) -> None:
     assert tl.tensor([1, 2], dtype=spelling).dtype == np.float64
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (np.int64(2), "np.int64(2) of type int64"),  # np.dtype reads a value's .dtype
+        (torch.zeros(1, dtype=torch.float64), "tensor([0.], dtype=torch.float64) of type Tensor"),
+        (np.zeros(2, np.float32), "array([0., 0.], dtype=float32) of type ndarray"),
+    ],
+)
+def test_a_value_given_as_a_dtype_is_refused_not_read_as_its_dtype(value: object, shown: str) -> None:
+    """review239 F6: ``tl.tensor([1.5], dtype=np.int64(2))`` made an int64 tensor (numpy's
+    ``np.dtype`` reads any value's ``.dtype``), and a torch tensor gave numpy's ValueError."""
+    expected = (f"unsupported tensor dtype {shown}: not a dtype (accepted: a string such as 'float32', a "
+                "numpy dtype or scalar type, or a torch dtype; supported: float32 | float64 | int64 | bool)")
+    for call in (lambda: tl.tensor([1.5], dtype=value), lambda: tl.rand_uniform((2,), dtype=value)):
+        with pytest.raises(tl.TensorTypeError) as caught:
+            call()
+        assert str(caught.value) == expected
+    with pytest.raises(tl.TrainerError, match=r"^dtype must be float32 or float64, got "):
+        tl.RunConfig(dtype=value)  # type: ignore[arg-type]
+
+
+def test_random_sources_take_none_as_the_default_dtype() -> None:
+    """review239 F6: ``dtype=None`` gave float64 (numpy's reading of None); torch's ``rand(...,
+    dtype=None)`` is its default dtype, float32, as is the argument's default here."""
+    assert tl.rand_uniform((2,), dtype=None).dtype == np.float32  # type: ignore[arg-type]
+    assert tl.bernoulli_mask((2,), 0.5, dtype=None).dtype == np.float32  # type: ignore[arg-type]
+    assert torch.rand(2, dtype=None).dtype == torch.float32
+
+
 def test_unsupported_dtypes_are_refused() -> None:
     with pytest.raises(
         tl.TensorError, match=r"unsupported tensor dtype float16 \(supported: float32 \| float64"

@@ -82,7 +82,7 @@ def rand_uniform(
     params = {
         "shape": _ints("rand_uniform", "shape", shape),
         "seed": _seed("rand_uniform", seed, session.seed),
-        "dtype": resolve_dtype(dtype),
+        "dtype": resolve_dtype(DEFAULT_DTYPE if dtype is None else dtype),  # None: torch's default
     }
     params["counter"] = session.next_random_counter()
     return run_op(BackendOp.RAND_UNIFORM, (), params)
@@ -113,7 +113,7 @@ def bernoulli_mask(
         "shape": _ints("bernoulli_mask", "shape", shape),
         "keep_prob": _real("bernoulli_mask", "keep_prob", keep_prob),
         "seed": _seed("bernoulli_mask", seed, session.seed),
-        "dtype": resolve_dtype(dtype),
+        "dtype": resolve_dtype(DEFAULT_DTYPE if dtype is None else dtype),  # None: torch's default
     }
     params["counter"] = session.next_random_counter()
     return run_op(BackendOp.BERNOULLI_MASK, (), params)
