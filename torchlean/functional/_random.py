@@ -62,7 +62,8 @@ def rand_uniform(
     the session's random counter (advanced once per call; anchor-runtime.md §1.6). ``seed``
     defaults to the session's seed. Never requires grad; records ``rand_uniform``.
 
-    Returns a tensor of ``shape`` in ``dtype`` (float32 or float64) with values in ``[0, 1]``: the
+    Returns a tensor of ``shape`` in ``dtype`` (float32 or float64; ``None`` is the default
+    float32, as torch's default dtype) with values in ``[0, 1]``: the
     exact ``u / 2**32`` rounded once to ``dtype``, so float32 can round a draw within ``2**-25``
     of 1 up to exactly 1. The same session seed replays the same stream in a new session.
 
@@ -96,7 +97,8 @@ def bernoulli_mask(
 ) -> Tensor:
     """A 0/1 mask, 1 where ``keep_prob > u / 2**32`` (strict), from ``keyOf(seed, counter)`` with
     the session's random counter (advanced once per call). Never requires grad; records
-    ``bernoulli_mask``. Returns a tensor of ``shape`` in ``dtype`` (float32 or float64) holding
+    ``bernoulli_mask``. Returns a tensor of ``shape`` in ``dtype`` (float32 or float64; ``None``
+    the default float32) holding
     0 and 1; ``u`` is the :func:`rand_uniform` draw of the same key (so neighbouring seeds overlap
     one draw apart, as there).
 
