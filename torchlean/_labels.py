@@ -84,7 +84,7 @@ def refuse_unknown_task(task: object) -> None:
     Raises:
         UnknownLabelError: ``unknown task clf (known: classification | regression)``.
     """
-    if task not in ("classification", "regression"):
+    if not isinstance(task, str) or task not in ("classification", "regression"):  # an array: review239 F7
         raise UnknownLabelError(f"unknown task {name_shown(task)} (known: classification | regression)")
 
 

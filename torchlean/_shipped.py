@@ -48,7 +48,7 @@ def shipped(name: str) -> tuple[Array, Array, tuple[str, ...], tuple[str, ...], 
         UnknownLabelError: ``name`` is not one of :data:`DATASETS`.
     """
     loaders = _loaders()
-    if name not in loaders:
+    if not isinstance(name, str) or name not in loaders:  # a list or an array: review239 F7
         raise UnknownLabelError(f"unknown dataset {name_shown(name)} (known: {' | '.join(DATASETS)})")
     loader, kind = loaders[name]
     bunch = loader()

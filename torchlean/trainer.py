@@ -1760,7 +1760,7 @@ class Trainer(Generic[In, Out]):
                 f"lr_schedule must be a callable lr_schedule(epoch or step) -> learning rate or None, got "
                 f"{lr_schedule!r} of type {type(lr_schedule).__name__}"
             )
-        if schedule_by not in ("epoch", "step"):
+        if not isinstance(schedule_by, str) or schedule_by not in ("epoch", "step"):  # review239 F7
             raise TrainerError(f"schedule_by must be 'epoch' or 'step', got {schedule_by!r}")
         if schedule_by == "step" and lr_schedule is None:
             raise TrainerError("schedule_by='step' schedules nothing without an lr_schedule")

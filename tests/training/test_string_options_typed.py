@@ -1,0 +1,34 @@
+"""review239 F7: string options compared with ``in`` before their type was checked, so an array
+reached numpy's comparison ("The truth value of an array with more than one element is
+ambiguous") and a list ``data.shipped``'s dict lookup ("unhashable type: 'list'"). Each is refused
+as any unknown value, naming it and the accepted ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torchlean import data, nn
+from torchlean.backend.errors import UnknownLabelError
+from torchlean.trainer import Trainer, TrainerError
+
+
+def test_a_dataset_name_that_is_a_list_is_unknown() -> None:
+    with pytest.raises(UnknownLabelError) as caught:
+        data.shipped([])  # type: ignore[arg-type]
+    assert str(caught.value) == "unknown dataset [] (known: digits | iris | breast_cancer | wine | diabetes)"
+
+
+def test_a_task_that_is_an_array_is_unknown() -> None:
+    with pytest.raises(UnknownLabelError, match=r"^unknown task array\(\['classification', 'x'\], dtype="):
+        data.split_rows(np.zeros(10), np.array(["classification", "x"]), 0)  # type: ignore[arg-type]
+
+
+def test_a_schedule_by_that_is_an_array_is_refused() -> None:
+    trainer = Trainer(nn.linear(2, 1), input_shape=(2,))
+    with pytest.raises(TrainerError) as caught:
+        trainer.fit(np.zeros((4, 2)), np.zeros((4, 1)), lr_schedule=lambda t: 0.1,
+                    schedule_by=np.array(["epoch", "step"]))  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "schedule_by must be 'epoch' or 'step', got array(['epoch', 'step'], dtype='<U5')"
+    )
