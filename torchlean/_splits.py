@@ -23,6 +23,7 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_or_numpy_int, shown
 from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, refuse_unknown_task
+from torchlean._tensor_data import host_array
 from torchlean.backend.display import name_shown
 
 __all__ = ["TEST_FRACTION", "class_coverage_note", "split_note", "split_rows", "validation_rows"]
@@ -82,10 +83,8 @@ def _checked_labels(y: object, task: object) -> Array:
         DataError: naming the shape or dtype given and what is accepted.
     """
     refuse_unknown_task(task)
-    try:
-        labels = np.asarray(y)
-    except ValueError as error:
-        raise DataError(f"labels must be a one-dimensional array [n]: {error}") from None
+    # a torch tensor that requires grad, a meta one, ragged lists: refused by name (review239 F5)
+    labels = host_array(y, "labels", DataError, "a one-dimensional array [n] of labels")
     if labels.ndim != 1:
         raise DataError(f"labels must be a one-dimensional array [n], got shape {labels.shape}")
     if task == "classification":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from torchlean._tensor_data import Array, _require_floats_fit_int64
+from torchlean._tensor_data import Array, _is_torch_tensor, _require_floats_fit_int64, host_array
 from torchlean._tensor_errors import TensorError, TensorIndexError
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled, torch_no_grad_note
@@ -262,7 +262,14 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
                 "with .astype(bool) for a mask or .astype(np.int64) for positions, a torch tensor "
                 "with .bool() or .long()"
             )
-        beyond = _beyond_int64(item)
+        elif _is_torch_tensor(item):  # read here: numpy's own read raised torch's RuntimeError for
+            # one that requires grad, and its TypeError for a meta one (review239 F5)
+            items[position] = host_array(
+                item, f"cannot assign to index {index!r} of a tensor of shape {t.shape}", TensorIndexError,
+                "integer or bool index data"
+            )
+            changed = True
+        beyond = _beyond_int64(items[position])
         if beyond is not None:  # review239 F3: numpy casts uint64 index data to int64, wrapping it
             value, wraps = beyond
             wrapped = f", which numpy would read as {_wrapped(value)} and write there" if wraps else ""
@@ -270,7 +277,7 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
                 f"cannot assign to index {index!r} of a tensor of shape {t.shape}: index {value} is out "
                 f"of range (beyond int64{wrapped})"
             )
-    if changed:  # slice bounds as integers (a 0-d array or tensor bound: review202 F2)
+    if changed:  # slice bounds as integers (a 0-d array or tensor bound: review202 F2), torch index data
         index = tuple(items)
     data = t._data
     source = written_values(

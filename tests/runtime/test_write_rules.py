@@ -340,3 +340,25 @@ def test_uint8_index_data_is_refused_in_a_write(index: object) -> None:
     assert x.numpy().tolist() == [[0.0, 0.0]] * 3
     with pytest.raises(tl.TensorError, match=r"^unsupported index: a mask \(bool or uint8\)"):
         x[index]
+
+
+def test_torch_index_data_that_numpy_cannot_read_is_refused_by_name() -> None:
+    """review239 F5: a torch index tensor that requires grad reached numpy, whose read raised
+    torch's "Can't call numpy() on Tensor that requires grad"; a meta one numpy's TypeError. Plain
+    torch index data writes as numpy's would (oracle: the same write through torch)."""
+    x = tl.tensor(np.zeros((2, 3)))
+    with pytest.raises(tl.TensorIndexError) as caught:
+        x[torch.tensor([1.0], requires_grad=True)] = 5.0
+    assert str(caught.value) == (
+        "cannot assign to index tensor([1.], requires_grad=True) of a tensor of shape (2, 3): a torch tensor "
+        "of shape (1,) that requires grad, which numpy cannot read (accepted: its values, t.detach())"
+    )
+    with pytest.raises(tl.TensorIndexError, match=r"cannot copy a meta torch tensor"):
+        x[torch.empty(1, dtype=torch.long, device="meta")] = 5.0
+    assert x.numpy().tolist() == [[0.0] * 3] * 2
+    expected = torch.zeros(2, 3, dtype=torch.float64)
+    mask = torch.tensor([[True, False, True], [False] * 3])
+    for index in (torch.tensor([1]), (0, torch.tensor([2, 0])), mask):
+        x[index] = 5.0
+        expected[index] = 5.0
+    assert x.numpy().tolist() == expected.tolist()

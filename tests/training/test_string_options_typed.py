@@ -32,3 +32,17 @@ def test_a_schedule_by_that_is_an_array_is_refused() -> None:
     assert str(caught.value) == (
         "schedule_by must be 'epoch' or 'step', got array(['epoch', 'step'], dtype='<U5')"
     )
+
+
+def test_labels_numpy_cannot_read_are_refused_by_name() -> None:
+    """review239 F5: a torch tensor of labels that requires grad raised torch's RuntimeError."""
+    import torch
+
+    with pytest.raises(data.DataError) as caught:
+        data.split_rows(torch.ones(10, requires_grad=True), "regression", 0)
+    assert str(caught.value) == (
+        "labels: a torch tensor of shape (10,) that requires grad, which numpy cannot read (accepted: its "
+        "values, t.detach())"
+    )
+    train, test = data.split_rows(torch.arange(10.0), "regression", 0)
+    assert sorted([*train, *test]) == list(range(10))
