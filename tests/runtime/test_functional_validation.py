@@ -1103,3 +1103,26 @@ def test_dropout_of_integer_data_names_dropout_and_the_dtype() -> None:
         )):
             tl.dropout(ids, p)
     assert tl.dropout(ids, 0.5, training=False) is ids
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x: x + np.broadcast_to(np.float64(0), (2**40,)),
+         "add: shapes are not broadcastable: a (2, 2), b (1099511627776,)"),
+        (lambda x: np.zeros(5) - x, "sub: shapes are not broadcastable: a (5,), b (2, 2)"),
+        (lambda x: tl.maximum(np.zeros(3), x), "maximum: shapes are not broadcastable: a (3,), b (2, 2)"),
+        (lambda x: tl.div(x, np.broadcast_to(np.float32(1), (3, 2**40))),
+         "div: shapes are not broadcastable"),
+    ],
+)
+def test_a_constant_whose_shape_does_not_broadcast_is_refused_before_it_is_copied(
+    call: Callable[[tl.Tensor], object], message: str
+) -> None:
+    """review239 F10: the constant was copied into the tensor's dtype first, so a stride-0 view of
+    2**40 entries raised numpy's "Unable to allocate 4.00 TiB" instead of the shape refusal."""
+    with pytest.raises(GuardError) as caught:
+        call(_x())
+    assert str(caught.value).startswith(message)
+    assert str(caught.value).endswith("(accepted: shapes that agree on each trailing axis or have extent 1 "
+                                      "there, numpy/PyTorch broadcasting)")

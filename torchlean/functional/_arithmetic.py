@@ -12,7 +12,14 @@ from torchlean.autograd import storage
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import Operand, _constant, _factor, _is_number, _pair
+from torchlean.functional._operands import (
+    Operand,
+    _constant,
+    _factor,
+    _is_number,
+    _pair,
+    refuse_unbroadcastable,
+)
 from torchlean.functional._params import _real
 from torchlean.tensor import RealLike, Tensor, TensorTypeError
 
@@ -41,7 +48,7 @@ def add(a: Operand, b: Operand) -> Tensor:
             (``x + 10**400``); ragged nested lists.
         DeviceError: tensors on different devices.
     """
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "add")
     return run_op(BackendOp.ADD, (x, y), {})
 
 
@@ -63,7 +70,7 @@ def sub(a: Operand, b: Operand) -> Tensor:
             "sub: a bool operand of `-` is refused, as torch refuses it (to invert a mask, use ~ or "
             "logical_not; for the number, write 1.0 or 0.0)"
         )
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "sub")
     return run_op(BackendOp.SUB, (x, y), {})
 
 
@@ -103,7 +110,7 @@ def mul(a: Operand, b: Operand) -> Tensor:
             factor = _factor(a, b)
             if math.isfinite(factor):
                 return scale(b, factor)
-        x, y = _pair(a, b)
+        x, y = _pair(a, b, "mul")
         return run_op(BackendOp.MUL, (x, y), {})
     except GuardError:  # checked on the refusal's path only: no cost to a float product
         refusal = _float_refusal("mul", "`*` records mul, or scale by a number", (a, b))
@@ -164,7 +171,7 @@ def div(a: Operand, b: Operand) -> Tensor:
         divisor = _factor(b, a)
         if divisor != 0 and _finite_in(divisor, a) and _normal_in(1.0 / divisor, a):
             return scale(a, 1.0 / divisor)
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "div")
     _check_pair("div", x, y)
     rescale = _reciprocal_rescale(y)
     if rescale is None:
@@ -213,14 +220,7 @@ def _check_pair(op: str, x: Tensor, y: Tensor) -> None:
             f"{op}: operand b has dtype {y.dtype} but operand a has dtype {x.dtype}; torchlean kernels "
             "do not promote dtypes, whatever the provider (accepted: operands of one dtype)"
         )
-    try:
-        if x.shape != y.shape:  # the common case costs nothing more
-            np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        raise GuardError(
-            f"{op}: shapes are not broadcastable: a {x.shape}, b {y.shape} (accepted: shapes that agree "
-            "on each trailing axis or have extent 1 there, numpy/PyTorch broadcasting)"
-        ) from None
+    refuse_unbroadcastable(op, x.shape, y.shape)
 
 
 def _reciprocal_rescale(y: Tensor) -> Tensor | None:
@@ -287,7 +287,7 @@ def maximum(a: Operand, b: Operand) -> Tensor:
             are not promoted); shapes that do not broadcast.
         TensorTypeError, TensorError, DeviceError: as :func:`add`.
     """
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "maximum")
     return run_op(BackendOp.MAX, (x, y), {})
 
 
@@ -301,5 +301,5 @@ def minimum(a: Operand, b: Operand) -> Tensor:
             broadcast.
         TensorTypeError, TensorError, DeviceError: as :func:`add`.
     """
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "minimum")
     return run_op(BackendOp.MIN, (x, y), {})

@@ -182,8 +182,38 @@ def _factor(value: int | float, like: Tensor) -> float:
     return float(value)
 
 
-def _pair(a: Operand, b: Operand) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors; a non-tensor takes the other operand's dtype and device."""
+def refuse_unbroadcastable(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """Refuse operand shapes ``a`` and ``b`` of elementwise ``op`` that do not broadcast, in the
+    words of the binary ops' guards.
+
+    Raises:
+        GuardError: ``add: shapes are not broadcastable: a (2, 3), b (5,) (accepted: ...)``.
+    """
+    try:
+        if a != b:  # the common case costs nothing more
+            np.broadcast_shapes(a, b)
+    except ValueError:
+        raise GuardError(
+            f"{op}: shapes are not broadcastable: a {a}, b {b} (accepted: shapes that agree "
+            "on each trailing axis or have extent 1 there, numpy/PyTorch broadcasting)"
+        ) from None
+
+
+def _pair(a: Operand, b: Operand, op: str | None = None) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors; a non-tensor takes the other operand's dtype and device. For an
+    elementwise ``op``, a constant numpy array whose shape does not broadcast with the tensor's is
+    refused before it is converted (review239 F10: a stride-0 view of shape
+    ``(2**40,)`` beside a ``(2, 3)`` tensor was copied first, numpy's 4 TiB MemoryError).
+
+    Raises:
+        GuardError: for ``op``, shapes that do not broadcast (:func:`refuse_unbroadcastable`).
+        TensorError, TensorTypeError: as :func:`_constant`; neither operand is a Tensor.
+    """
+    if op is not None:
+        tensor, other = (a, b) if isinstance(a, Tensor) else (b, a)
+        if isinstance(tensor, Tensor) and isinstance(other, np.ndarray):  # its shape is free to read
+            first, second = (tensor.shape, other.shape) if tensor is a else (other.shape, tensor.shape)
+            refuse_unbroadcastable(op, first, second)
     if isinstance(a, Tensor):
         return a, b if isinstance(b, Tensor) else _constant(b, a)
     if isinstance(b, Tensor):
