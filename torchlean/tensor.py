@@ -947,8 +947,10 @@ class Tensor:
         # unsupported (review117 F3), as it does the operators below
 
         def __lt__(self, other: object) -> bool:
-            """Refused against a Tensor, a number or array data, like :meth:`__eq__` (the catalog has
-            no comparison op); against anything else ``NotImplemented`` (Python's ``TypeError``)."""
+            """Refused against anything (the catalog has no comparison op): a Tensor, a number or
+            array data as :meth:`__eq__` refuses them, and ``None``, a string or a torch tensor too
+            (Python's ``TypeError`` there said "between instances of 'Tensor' and 'Tensor'" for a
+            torch tensor)."""
             self._refuse_comparison("<", other)
             return NotImplemented
 
@@ -968,13 +970,17 @@ class Tensor:
             return NotImplemented
 
     def _refuse_comparison(self, op: str, other: object) -> None:
-        """Raise for a comparison with tensor or array data; return for anything else.
+        """Raise for an ordering (``<``, ``<=``, ``>``, ``>=``) with anything, and for ``==`` or
+        ``!=`` with tensor or array data; return for anything else.
 
         Raises:
-            TensorTypeError: ``other`` is a Tensor, a number, a numpy array/scalar, a list or a
-                tuple.
+            TensorTypeError: an ordering; ``==``/``!=`` with a Tensor, a number, a numpy
+                array/scalar, a list or a tuple.
         """
-        if not isinstance(other, Tensor | numbers.Number | np.ndarray | np.generic | list | tuple):
+        ordering = op not in ("==", "!=")  # review239 F15: `t < None` and `t < torch_tensor` got
+        # Python's "'<' not supported between instances of 'Tensor' and 'Tensor'"
+        data = isinstance(other, Tensor | numbers.Number | np.ndarray | np.generic | list | tuple)
+        if not ordering and not data:
             return
         shown = f"a Tensor of shape {other.shape}" if isinstance(other, Tensor) else _preview(other)
         if op in ("==", "!="):
