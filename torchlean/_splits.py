@@ -20,10 +20,10 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 import numpy.typing as npt
 
-from torchlean._checks import is_builtin_or_numpy_int, shown
+from torchlean._checks import is_builtin_or_numpy_int, shown, shown_briefly
 from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, refuse_unknown_task
-from torchlean._tensor_data import host_array
+from torchlean._torch_host import is_torch_tensor, torch_refusal
 from torchlean.backend.display import name_shown
 
 __all__ = ["TEST_FRACTION", "class_coverage_note", "split_note", "split_rows", "validation_rows"]
@@ -83,8 +83,16 @@ def _checked_labels(y: object, task: object) -> Array:
         DataError: naming the shape or dtype given and what is accepted.
     """
     refuse_unknown_task(task)
-    # a torch tensor that requires grad, a meta one, ragged lists: refused by name (review239 F5)
-    labels = host_array(y, "labels", DataError, "a one-dimensional array [n] of labels")
+    if is_torch_tensor(y):  # one that requires grad or has no values: by name (review239 F5)
+        refusal = torch_refusal("labels", y)
+        if refusal is not None:
+            raise DataError(refusal)
+    try:
+        labels = np.asarray(y)
+    except ValueError as error:
+        raise DataError(f"labels must be a one-dimensional array [n]: {error}") from None
+    except (TypeError, RuntimeError) as error:  # bfloat16; a list holding such tensors
+        raise DataError(f"labels: numpy cannot read {shown_briefly(y)}: {error}") from None
     if labels.ndim != 1:
         raise DataError(f"labels must be a one-dimensional array [n], got shape {labels.shape}")
     if task == "classification":

@@ -17,7 +17,6 @@ torch only where a torch tensor is met.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,7 @@ from torchlean._checks import (
     shown_briefly,
 )
 from torchlean._tensor_errors import GradConversionError, TensorError, TensorTypeError, _preview
+from torchlean._torch_host import is_torch_tensor
 
 if TYPE_CHECKING:
     import torch
@@ -90,14 +90,8 @@ _NUMPY_TORCH_DTYPES = frozenset(
 the others (bfloat16, the float8 types, quantized types, ...) have no numpy dtype."""
 
 
-def _is_torch_tensor(value: object) -> bool:
-    """Whether ``value`` is a ``torch.Tensor`` (a subclass such as ``torch.nn.Parameter``
-    included), without importing torch: a torch tensor exists only once torch is imported. A torch
-    that another thread is still importing is in ``sys.modules`` before it has ``Tensor``
-    (review77 F1: every ``tl.tensor`` of a ``checked_cpu`` thread raised ``AttributeError`` while
-    another imported torch); no torch tensor exists yet then."""
-    tensor_class = getattr(sys.modules.get("torch"), "Tensor", None)
-    return isinstance(tensor_class, type) and isinstance(value, tensor_class)
+_is_torch_tensor = is_torch_tensor
+"""The runtime's name for :func:`torchlean._torch_host.is_torch_tensor`."""
 
 
 def _from_torch_array(t: Any, *, widen: bool = False) -> Array:

@@ -41,8 +41,8 @@ def test_labels_numpy_cannot_read_are_refused_by_name() -> None:
     with pytest.raises(data.DataError) as caught:
         data.split_rows(torch.ones(10, requires_grad=True), "regression", 0)
     assert str(caught.value) == (
-        "labels: a torch tensor of shape (10,) that requires grad, which numpy cannot read (accepted: its "
-        "values, t.detach())"
+        "labels is a torch tensor (shape (10,), dtype torch.float32) that requires grad: pass "
+        "t.detach().cpu() (accepted: a numpy array or a CPU torch tensor that does not require grad)"
     )
     train, test = data.split_rows(torch.arange(10.0), "regression", 0)
     assert sorted([*train, *test]) == list(range(10))

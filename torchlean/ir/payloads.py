@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown_briefly
-from torchlean._tensor_data import _is_torch_tensor, host_array
+from torchlean._torch_host import is_torch_tensor, torch_refusal
 from torchlean.ir.errors import IRError
 
 __all__ = [
@@ -99,27 +99,30 @@ def read_array(value: object, what: str) -> Array:
     """``np.asarray(value)`` for data the IR takes (a constant, a layer's parameters, an input
     value), refusing with :class:`IRError` naming ``what`` what numpy would refuse with its bare
     errors (review239 F5, F9): ragged nested sequences, a torch tensor that requires grad (as
-    ``torchlean.tensor`` refuses one) or that has no dense values (meta, sparse, nested), also
-    inside lists. A torch tensor is read as :func:`~torchlean._tensor_data.host_array` reads it.
+    ``torchlean.tensor`` refuses one), lives on a meta or another device or is not strided
+    (:func:`torchlean._torch_host.torch_refusal`), and data numpy cannot read (a bfloat16 tensor,
+    a list holding a tensor that requires grad).
 
     Raises:
         IRError: ``<what>: [[1.0, 2.0], [3.0]] is not a rectangular array: setting an array element
-            with a sequence. ... (accepted: ...)``; ``<what>: a torch tensor of shape (2,) that
-            requires grad, which numpy cannot read (accepted: its values, t.detach())``;
-            ``<what>: cannot copy a meta torch tensor ...``.
+            with a sequence. ... (accepted: ...)``; ``<what> is a torch tensor (shape (2,), dtype
+            torch.float32) that requires grad: pass t.detach().cpu() (accepted: ...)``;
+            ``<what>: numpy cannot read [tensor(...)]: <numpy's or torch's reason> (accepted: ...)``.
     """
-    if _is_torch_tensor(value):
-        return host_array(value, what, IRError, _ACCEPTED)
+    if is_torch_tensor(value):
+        refusal = torch_refusal(what, value)
+        if refusal is not None:
+            raise IRError(refusal)
     try:
         return np.asarray(value)
     except ValueError as error:  # ragged, or nested deeper than numpy's 64 dimensions
         raise IRError(
             f"{what}: {shown_briefly(value)} is not a rectangular array: {error} (accepted: {_ACCEPTED})"
         ) from None
-    except (TypeError, RuntimeError):  # torch tensors numpy cannot read, inside a list
-        if not isinstance(value, list | tuple):
-            raise
-        return host_array(value, what, IRError, _ACCEPTED)
+    except (TypeError, RuntimeError) as error:  # bfloat16; torch tensors numpy cannot read in a list
+        raise IRError(
+            f"{what}: numpy cannot read {shown_briefly(value)}: {error} (accepted: {_ACCEPTED})"
+        ) from None
 
 
 def as_array(value: object, what: str = "payload") -> Array:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown_briefly
+from torchlean._torch_host import is_torch_tensor, torch_refusal
 from torchlean.spec.errors import SpecTypeError, SpecValueError
 
 Array = npt.NDArray[Any]
@@ -115,27 +115,6 @@ def _check_mpf_entries(name: str, array: Array) -> None:
             )
 
 
-def _is_torch_tensor(value: object) -> bool:
-    """Whether ``value`` is a torch tensor, without importing torch (none exists before it is)."""
-    tensor_class = getattr(sys.modules.get("torch"), "Tensor", None)
-    return isinstance(tensor_class, type) and isinstance(value, tensor_class)
-
-
-def _torch_refusal(name: str, t: Any) -> str | None:
-    """Why the torch tensor ``t`` cannot be read as a host array (review239 F5: torch's
-    ``RuntimeError``/``TypeError`` from ``.numpy()`` before), else ``None``."""
-    shape = tuple(t.shape)
-    if t.device.type == "meta":
-        return f"{name} is a meta torch tensor (shape {shape}): it has no values (accepted: a numpy array)"
-    why = ("requires grad" if t.requires_grad else f"is on {t.device}" if t.device.type != "cpu"
-           else f"has layout {t.layout}" if str(t.layout) != "torch.strided" else None)
-    if why is None:
-        return None
-    return (f"{name} is a torch tensor (shape {shape}, dtype {t.dtype}) that {why}: pass t.detach().cpu()"
-            f"{'.to_dense()' if 'layout' in why else ''} (accepted: a numpy array or a CPU torch tensor "
-            "that does not require grad)")
-
-
 def as_array(name: str, value: object) -> Array:
     """``np.asarray(value)`` for the array-like argument ``name`` of a spec function.
 
@@ -146,8 +125,8 @@ def as_array(name: str, value: object) -> Array:
             meta one has no values) or is not strided (review239 F5), naming ``t.detach().cpu()``;
             one whose values numpy cannot hold (bfloat16), naming torch's reason.
     """
-    if _is_torch_tensor(value):
-        refusal = _torch_refusal(name, value)
+    if is_torch_tensor(value):
+        refusal = torch_refusal(name, value)
         if refusal is not None:
             raise SpecTypeError(refusal)
         try:
