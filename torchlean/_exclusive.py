@@ -14,9 +14,12 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+from torchlean._interrupts import store_together
 
 __all__ = ["Exclusive", "one_at_a_time"]
 
@@ -79,21 +82,22 @@ class Exclusive:
         """Take it for ``what``, whose call runs ``frame``: ``(holder, None)``; or ``(None, why
         what cannot run)`` while another exclusive call runs."""
         holder = _Holder(what, frame)
-        current = holder
+        current = self._slot.setdefault("held", holder)
         for _ in range(_ATTEMPTS):
-            current = self._slot.setdefault("held", holder)
             if current is holder:
                 return holder, None
             if current.running():
                 break
-            # left behind by an interrupt, or released meanwhile: one thread wins its succession
+            # left behind by an interrupt: one thread wins its succession
             successor = current.succession.setdefault("next", holder)
             if successor is holder:  # never released (a release closes it first): the slot is current's
                 self._slot["held"] = holder
                 return holder, None
-            if successor is not _RELEASED and successor.running():
-                current = successor
-                break
+            if successor is _RELEASED:  # released as this thread looked: let its release end
+                time.sleep(0)
+                current = self._slot.setdefault("held", holder)
+            else:  # taken over by another call: running, or itself left behind before it stored
+                current = successor  # its hold (review240 F1): follow it
         holder.frame = None
         return None, _busy(what, holder, current)
 
@@ -101,16 +105,22 @@ class Exclusive:
         """Free it, if ``holder`` still holds it, closing its succession first (so a thread that
         judged it left behind cannot take over the hold that follows it: review238 F2), and drop
         ``holder``'s frame (review238 F1: the frame kept the hold, and so the call's arguments,
-        alive in a reference cycle)."""
-        holder.succession.setdefault("next", _RELEASED)
-        holder.frame = None
-        if self._slot.get("held") is holder:
-            self._slot.pop("held", None)
+        alive in a reference cycle). Run to its end even under Ctrl-C (review240 F1: an interrupt
+        between closing and freeing left a closed hold that refused every later call)."""
+
+        def free() -> None:
+            holder.succession.setdefault("next", _RELEASED)
+            holder.frame = None
+            if self._slot.get("held") is holder:
+                self._slot.pop("held", None)
+
+        store_together(free)
 
 
 _ATTEMPTS = 100
 """How many holds one call looks at before it calls itself refused (each a hold that was
-released or left behind as it looked: in practice one or two)."""
+released or left behind as it looked, or one its chain of takeovers passes: in practice one or
+two)."""
 
 
 def _busy(what: str, holder: _Holder, current: _Holder) -> str:

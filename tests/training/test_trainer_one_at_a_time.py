@@ -186,3 +186,60 @@ def test_a_trainer_pickled_without_a_hold_trains(tmp_path):
     old.__setstate__(state)
     old.fit(X, Y, epochs=1, batch_size=16)
     assert old.epochs_done == 1
+
+
+def test_an_interrupt_inside_a_release_does_not_leave_the_trainer_refusing():
+    """review240 F1: a KeyboardInterrupt between closing a hold's succession and freeing it left a
+    closed hold that refused every later fit and step, naming a call that was not running. The
+    release now runs to its end (the interrupt still propagates)."""
+    trainer = _trainer()
+    trainer.open()
+    from torchlean import _exclusive
+
+    code = _exclusive.Exclusive.release.__code__.co_consts
+    free = next(c for c in code if getattr(c, "co_name", "") == "free")
+    fired: list[int] = []
+
+    def trace(frame, event, arg):  # type: ignore[no-untyped-def]
+        if frame.f_code is free:
+            def local(frame, event, arg):  # type: ignore[no-untyped-def]
+                if event == "line" and not fired and frame.f_lineno > free.co_firstlineno + 1:
+                    fired.append(frame.f_lineno)
+                    raise KeyboardInterrupt
+                return local
+            return local
+        return None
+
+    sys.settrace(trace)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            trainer.step(X[:8], Y[:8])
+    finally:
+        sys.settrace(None)
+    assert fired  # the interrupt landed inside the release
+    assert not trainer._exclusive._slot  # freed all the same
+    trainer.step(X[:8], Y[:8])
+    trainer.fit(X, Y, epochs=1, batch_size=16)
+    assert (trainer.epochs_done, trainer.steps_done) == (1, 4)
+
+
+def test_a_takeover_left_behind_before_it_stored_its_hold_is_taken_over_in_turn():
+    """review240 F1: a call that won the takeover of a hold left behind, and was interrupted before
+    storing its own, left a chain every later call refused; the chain is followed."""
+    trainer = _trainer()
+
+    def left_behind() -> object:
+        holder, _ = trainer._exclusive.acquire("fit", sys._getframe())
+        return holder
+
+    stale = left_behind()
+    winner = _exclusive_holder("step")  # won stale's succession, then was interrupted
+    assert stale.succession.setdefault("next", winner) is winner
+    trainer.step(X[:8], Y[:8])
+    assert trainer.steps_done == 1 and not trainer._exclusive._slot
+
+
+def _exclusive_holder(what: str) -> object:
+    from torchlean import _exclusive
+
+    return _exclusive._Holder(what, sys._getframe())  # its frame ends when this returns
