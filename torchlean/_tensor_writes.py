@@ -272,7 +272,7 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
         beyond = _beyond_int64(items[position])
         if beyond is not None:  # review239 F3: numpy casts uint64 index data to int64, wrapping it
             value, wraps = beyond
-            wrapped = f", which numpy would read as {_wrapped(value)} and write there" if wraps else ""
+            wrapped = f", which numpy would read as {_wrapped(value)}" if wraps else ""  # review240 F8
             raise TensorIndexError(
                 f"cannot assign to index {index!r} of a tensor of shape {t.shape}: index {value} is out "
                 f"of range (beyond int64{wrapped})"
@@ -326,14 +326,15 @@ def _beyond_int64(item: object) -> tuple[int, bool] | None:
             item = np.asarray(item)
         except (ValueError, TypeError, OverflowError):  # ragged or not numbers: numpy's own refusal
             return None
-    if not isinstance(item, np.ndarray) or not item.size:
-        return None
-    flat = item.ravel()
+    if not isinstance(item, np.ndarray) or not item.size or item.dtype.kind not in "uO":
+        return None  # nothing copied for other index data (review240 F2: a broadcast view was)
     if item.dtype.kind == "u":
-        beyond = flat > np.iinfo(np.int64).max
-        return (int(flat[np.argmax(beyond)]), True) if beyond.any() else None
+        if item.max() <= np.iinfo(np.int64).max:
+            return None
+        flat = item.ravel()
+        return int(flat[np.argmax(flat > np.iinfo(np.int64).max)]), True
     if item.dtype.kind == "O":  # Python integers beyond uint64 ([2**70])
-        for value in flat:
+        for value in item.ravel():
             integer = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
             if integer and int(value) not in _INT64_RANGE:
                 return int(value), False

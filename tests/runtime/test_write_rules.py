@@ -311,7 +311,7 @@ def test_an_index_beyond_int64_is_refused_in_a_write(index: object, value: int, 
     np.uint64)] = 1`` wrote x[-1]; a scalar beyond int64 gave numpy's "Python int too large to
     convert to C long". Oracle: the index out of range, nothing written."""
     x = tl.tensor(np.zeros((2, 4)))
-    told = f", which numpy would read as {wrapped} and write there" if wrapped is not None else ""
+    told = f", which numpy would read as {wrapped}" if wrapped is not None else ""
     with pytest.raises(tl.TensorIndexError) as caught:
         x[index] = 1.0
     assert str(caught.value) == (
