@@ -947,10 +947,11 @@ class Tensor:
         # unsupported (review117 F3), as it does the operators below
 
         def __lt__(self, other: object) -> bool:
-            """Refused against anything (the catalog has no comparison op): a Tensor, a number or
-            array data as :meth:`__eq__` refuses them, and ``None``, a string or a torch tensor too
-            (Python's ``TypeError`` there said "between instances of 'Tensor' and 'Tensor'" for a
-            torch tensor)."""
+            """Refused (the catalog has no comparison op) against a Tensor, a number or array
+            data, as :meth:`__eq__` refuses them, and against ``None``, a string, bytes or a torch
+            tensor (Python's ``TypeError`` there said "between instances of 'Tensor' and
+            'Tensor'" for a torch tensor); against another object ``NotImplemented``, so its own
+            reflected method answers."""
             self._refuse_comparison("<", other)
             return NotImplemented
 
@@ -970,18 +971,20 @@ class Tensor:
             return NotImplemented
 
     def _refuse_comparison(self, op: str, other: object) -> None:
-        """Raise for an ordering (``<``, ``<=``, ``>``, ``>=``) with anything, and for ``==`` or
-        ``!=`` with tensor or array data; return for anything else.
+        """Raise for a comparison with tensor or array data, and for an ordering (``<``, ``<=``,
+        ``>``, ``>=``) with ``None``, a string, bytes or a torch tensor too; return for anything
+        else (whose own reflected method then answers, or Python's ``TypeError``).
 
         Raises:
-            TensorTypeError: an ordering; ``==``/``!=`` with a Tensor, a number, a numpy
-                array/scalar, a list or a tuple.
+            TensorTypeError: ``other`` is a Tensor, a number, a numpy array/scalar, a list or a
+                tuple; in an ordering, also ``None``, ``str``, ``bytes`` or a torch tensor.
         """
         ordering = op not in ("==", "!=")  # review239 F15: `t < None` and `t < torch_tensor` got
         # Python's "'<' not supported between instances of 'Tensor' and 'Tensor'"
         data = isinstance(other, Tensor | numbers.Number | np.ndarray | np.generic | list | tuple)
-        if not ordering and not data:
-            return
+        known = other is None or isinstance(other, str | bytes) or _is_torch_tensor(other)
+        if not data and (not ordering or not known):  # another object's reflected method may
+            return  # answer (a "greater than everything" sentinel: review240 F7)
         shown = f"a Tensor of shape {other.shape}" if isinstance(other, Tensor) else _preview(other)
         if op in ("==", "!="):
             accepted = (
