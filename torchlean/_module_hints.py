@@ -107,7 +107,9 @@ _VALUES = ("torchlean builds no values itself: make them with numpy and copy the
            "tl.tensor(np.{name}(...), dtype=...)")
 
 TORCH_NAMESPACE_HINTS: Final[dict[str, str]] = {
-    **{name: _VALUES.format(name=name) for name in ("zeros", "ones", "full", "eye", "arange", "linspace")},
+    **{name: _VALUES.format(name=name)
+       for name in ("zeros", "ones", "full", "eye", "arange", "linspace", "empty")},
+    "as_tensor": "tl.tensor(data) (a copy: torchlean tensors never share an array's memory)",
     # of the tensor's shape, not of the tensor (np.zeros_like(t) reads t's values: refused for a
     # tensor that requires grad, review231 F6)
     **{f"{name}_like": f"torchlean builds no values itself: tl.tensor(np.{name}({args}), dtype=t.dtype, "

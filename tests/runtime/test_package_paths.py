@@ -309,6 +309,8 @@ def test_the_errors_the_backend_entry_points_name_are_backend_names() -> None:
     ("max", "tl.maximum(a, b) elementwise"),
     ("flatten", "t.flatten(...)"),
     ("set_default_dtype", 'RunConfig(dtype="float64")'),
+    ("as_tensor", "tl.tensor(data) (a copy"),  # review240 F6
+    ("empty", "tl.tensor(np.empty(...), dtype=...)"),
 ])
 def test_torchs_top_level_names_say_what_torchlean_spells(name: str, hint: str) -> None:
     """review230 F5: ``tl.inference_mode`` (ported ``torch.inference_mode()``) was Python's bare
