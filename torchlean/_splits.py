@@ -23,7 +23,7 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_or_numpy_int, shown, shown_briefly
 from torchlean._data_errors import ClassSplitError, DataError, EmptySplitError
 from torchlean._labels import Task, refuse_unknown_task
-from torchlean._torch_host import is_torch_tensor, torch_refusal
+from torchlean._torch_host import is_torch_tensor, numpy_readable, torch_refusal
 from torchlean.backend.display import name_shown
 
 __all__ = ["TEST_FRACTION", "class_coverage_note", "split_note", "split_rows", "validation_rows"]
@@ -87,6 +87,7 @@ def _checked_labels(y: object, task: object) -> Array:
         refusal = torch_refusal("labels", y)
         if refusal is not None:
             raise DataError(refusal)
+        y = numpy_readable(y)  # bfloat16 targets, as the trainer reads them
     try:
         labels = np.asarray(y)
     except ValueError as error:

@@ -23,6 +23,7 @@ import numpy as np
 
 from torchlean._tensor_data import Array, _is_torch_tensor, _require_floats_fit_int64, host_array
 from torchlean._tensor_errors import TensorError, TensorIndexError
+from torchlean._torch_host import is_torch_tensor, torch_refusal
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled, torch_no_grad_note
 from torchlean.autograd.tape import AutogradError
@@ -254,6 +255,8 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
         if isinstance(item, slice):
             items[position] = F._check_slice(item, index)
             changed = changed or items[position] is not item
+        elif isinstance(item, list | tuple) and (why := _unreadable_element(item)) is not None:
+            raise TensorIndexError(f"cannot assign to index {index!r} of a tensor of shape {t.shape}: {why}")
         elif F._is_uint8_index(item):
             raise TensorError(
                 f"cannot assign to index {index!r} of a tensor of shape {t.shape}: it holds uint8 "
@@ -308,6 +311,17 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
         except (ValueError, TypeError, IndexError, OverflowError) as fault:
             raise _unassignable(t, index, fault) from fault
     t._version.bump()
+
+
+def _unreadable_element(item: list[object] | tuple[object, ...]) -> str | None:
+    """Why a torch tensor in index list ``item`` cannot be read by numpy (review240 F5: one that
+    requires grad raised torch's RuntimeError from numpy's read of the list), else None."""
+    for position, element in enumerate(item):
+        if is_torch_tensor(element):
+            why = torch_refusal(f"its element {position}", element)
+            if why is not None:
+                return why
+    return None
 
 
 _INT64_RANGE = range(-(2**63), 2**63)

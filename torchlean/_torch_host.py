@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["is_torch_tensor", "torch_refusal"]
+__all__ = ["is_torch_tensor", "numpy_readable", "torch_refusal"]
 
 
 def is_torch_tensor(value: object) -> bool:
@@ -29,11 +29,21 @@ def torch_refusal(name: str, t: Any) -> str | None:
         shape = "nested"
     if t.device.type == "meta":
         return f"{name} is a meta torch tensor (shape {shape}): it has no values (accepted: a numpy array)"
-    layout = str(t.layout) != "torch.strided"
+    layout = str(t.layout) != "torch.strided" or bool(getattr(t, "is_nested", False))
+    kind = "nested" if getattr(t, "is_nested", False) else t.layout
     why = ("requires grad" if t.requires_grad else f"is on {t.device}" if t.device.type != "cpu"
-           else f"has layout {t.layout}" if layout else None)
+           else f"has layout {kind}" if layout else None)
     if why is None:
         return None
+    dense = (".to_padded_tensor(0.0)" if kind == "nested" else ".to_dense()") if layout else ""
     return (f"{name} is a torch tensor (shape {shape}, dtype {t.dtype}) that {why}: pass t.detach().cpu()"
-            f"{'.to_dense()' if layout else ''} (accepted: a numpy array or a CPU torch tensor that does "
-            "not require grad)")
+            f"{dense} (accepted: a numpy array or a CPU torch tensor that does not require grad)")
+
+
+def numpy_readable(t: Any) -> Any:
+    """The torch tensor ``t`` (one :func:`torch_refusal` accepts) in a dtype numpy reads: itself,
+    or a float64 copy of a floating dtype numpy has none of (bfloat16, the float8 types), which
+    holds each value exactly, as ``torchlean.tensor`` widens them (review240 F5)."""
+    if t.is_floating_point() and str(t.dtype).removeprefix("torch.") not in ("float16", "float32", "float64"):
+        return t.double()
+    return t

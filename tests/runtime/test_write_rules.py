@@ -362,3 +362,16 @@ def test_torch_index_data_that_numpy_cannot_read_is_refused_by_name() -> None:
         x[index] = 5.0
         expected[index] = 5.0
     assert x.numpy().tolist() == expected.tolist()
+
+
+def test_an_index_list_holding_a_torch_tensor_numpy_cannot_read_is_refused_by_name() -> None:
+    """review240 F5: numpy's read of the list raised torch's RuntimeError."""
+    x = tl.tensor(np.zeros(4))
+    with pytest.raises(tl.TensorIndexError) as caught:
+        x[[torch.tensor(1.0, requires_grad=True)]] = 1.0
+    assert str(caught.value) == (
+        "cannot assign to index [tensor(1., requires_grad=True)] of a tensor of shape (4,): its element 0 "
+        "is a torch tensor (shape (), dtype torch.float32) that requires grad: pass t.detach().cpu() "
+        "(accepted: a numpy array or a CPU torch tensor that does not require grad)"
+    )
+    assert x.numpy().tolist() == [0.0] * 4

@@ -46,3 +46,25 @@ def test_labels_numpy_cannot_read_are_refused_by_name() -> None:
     )
     train, test = data.split_rows(torch.arange(10.0), "regression", 0)
     assert sorted([*train, *test]) == list(range(10))
+
+
+def test_labels_of_torch_dtypes_numpy_lacks_and_nested_labels() -> None:
+    """review240 F5: bfloat16 labels, which the trainer reads widened, were refused by the split
+    helpers; a nested tensor passed on torch's "Please file an issue" text."""
+    import warnings
+
+    import torch
+
+    widened = data.split_rows(torch.arange(10, dtype=torch.bfloat16), "regression", 0)
+    assert [list(part) for part in widened] == [list(part) for part in data.split_rows(np.arange(10.0),
+                                                                                        "regression", 0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch's "nested tensors are a prototype"
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(data.DataError) as caught:
+        data.split_rows(nested, "regression", 0)
+    assert str(caught.value) == (
+        "labels is a torch tensor (shape nested, dtype torch.float32) that has layout nested: pass "
+        "t.detach().cpu().to_padded_tensor(0.0) (accepted: a numpy array or a CPU torch tensor that does "
+        "not require grad)"
+    )

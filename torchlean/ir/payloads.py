@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown_briefly
-from torchlean._torch_host import is_torch_tensor, torch_refusal
+from torchlean._torch_host import is_torch_tensor, numpy_readable, torch_refusal
 from torchlean.ir.errors import IRError
 
 __all__ = [
@@ -113,6 +113,7 @@ def read_array(value: object, what: str) -> Array:
         refusal = torch_refusal(what, value)
         if refusal is not None:
             raise IRError(refusal)
+        value = numpy_readable(value)
     try:
         return np.asarray(value)
     except ValueError as error:  # ragged, or nested deeper than numpy's 64 dimensions
