@@ -32,6 +32,7 @@ nothing writes through them — and copies on the profile's device, ``cuda`` und
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -262,13 +263,20 @@ def _param_groups(value: object) -> tuple[ParamGroup, ...]:
     Raises:
         TrainerError: ``param_groups must be a sequence of optim.group(...) records, got ...``.
     """
-    single = isinstance(value, ParamGroup | str | bytes | Mapping)
-    listed = None if single or not isinstance(value, Iterable) else list(value)
-    if listed is None or not all(isinstance(entry, ParamGroup) for entry in listed):
-        raise TrainerError(
-            f"param_groups must be a sequence of optim.group(...) records, got {_value_shown(value)}"
-        )
+    single = isinstance(value, ParamGroup | str | bytes | Mapping) or getattr(value, "shape", 0) == ()
+    refusal = f"param_groups must be a sequence of optim.group(...) records, got {_value_shown(value)}"
+    if single or not isinstance(value, Iterable):  # a 0-d array too: iterating it raises
+        raise TrainerError(refusal)
+    # at most one entry past the groups a model could use: a huge sequence is not listed (review241 F3)
+    listed = list(itertools.islice(value, _MOST_GROUPS + 1))
+    if len(listed) > _MOST_GROUPS or not all(isinstance(entry, ParamGroup) for entry in listed):
+        raise TrainerError(refusal)
     return tuple(listed)
+
+
+_MOST_GROUPS = 2**16
+"""The most parameter groups a RunConfig takes (each group selects parameters; far more than any
+model has)."""
 
 
 def _grad_limit(value: object, name: str) -> float | None:

@@ -121,7 +121,8 @@ def test_causal_mask_negative_huge_size_is_named_by_its_size() -> None:
 
 
 MPF = ("not an mpmath.mpf (accepted: a floating array, or an object array of mpmath.mpf for the mpmath "
-       "path: spec.as_mpf_array({name}) converts ints, floats and Fractions exactly)")
+       "path: spec.as_mpf_array({name}) converts ints and floats, rounded to mpmath's working precision "
+       "(mpmath.mp.dps))")
 
 
 def test_a_python_int_beyond_int64_is_refused_not_taken_to_mpmath() -> None:
@@ -143,6 +144,26 @@ def test_an_object_array_mixing_mpf_and_floats_is_refused() -> None:
     assert str(info.value) == held + MPF.format(name="v")
     with pytest.raises(SpecTypeError, match=r"^q is an object array holding 0\.5 of type float at \(0, 1\)"):
         spec.scaled_dot_product_attention(q, q, q)
+
+
+def test_a_value_that_is_no_number_is_named_before_a_float() -> None:
+    """review241 F2: the harmless 1.0 was named (and as_mpf_array recommended) beside a None."""
+    with pytest.raises(SpecTypeError) as info:
+        spec.hard_masked_softmax(np.array([1.0, None], dtype=object), None)
+    assert str(info.value) == (
+        "scores is an object array holding None of type NoneType at (1,), not an mpmath.mpf (accepted: a "
+        "floating array, or an object array of mpmath.mpf for the mpmath path: it holds a value that is not "
+        "a number)"
+    )
+
+
+def test_a_list_holding_a_torch_tensor_numpy_cannot_read_is_refused_by_name() -> None:
+    """review241 F1: only a bare tensor was checked; a list passed torch's RuntimeError on."""
+    import torch
+
+    refusal = r"^scores: numpy cannot read \[tensor\(1\., requires_grad=True\)"
+    with pytest.raises(SpecTypeError, match=refusal):
+        spec.hard_masked_softmax([torch.tensor(1.0, requires_grad=True)], None)
 
 
 def test_the_mpmath_path_takes_mpf_arrays_and_broadcast_views() -> None:

@@ -68,3 +68,20 @@ def test_labels_of_torch_dtypes_numpy_lacks_and_nested_labels() -> None:
         "t.detach().cpu().to_padded_tensor(0.0) (accepted: a numpy array or a CPU torch tensor that does "
         "not require grad)"
     )
+
+
+def test_param_groups_and_concat_refuse_a_0d_array_and_a_huge_view_by_name() -> None:
+    """review241 F3 (review239 F2/F4 sites left raw): a bare MemoryError, "iteration over a 0-d
+    array"."""
+    import torchlean as tl
+
+    huge = np.broadcast_to(np.int64(1), (2**40,))
+    shown_huge = "array([1, 1, 1, ..., 1, 1, 1], shape=(1099511627776,))"
+    for value, shown in ((np.array(1), "array(1)"), (huge, shown_huge)):
+        with pytest.raises(TrainerError) as caught:
+            tl.RunConfig(param_groups=value)  # type: ignore[arg-type]
+        told = "param_groups must be a sequence of optim.group(...) records, got "
+        assert str(caught.value) == told + shown
+    refusal = r"^concat: xs must be a sequence of Tensors; got array\(2\)"
+    with pytest.raises(tl.TensorTypeError, match=refusal):
+        tl.concat(np.array(2))  # type: ignore[arg-type]

@@ -91,7 +91,8 @@ def concat(
             ``axis``; ``axis`` out of range (never wrapped; every axis of rank-0 inputs); inputs
             of two dtypes (no promotion).
     """
-    if isinstance(xs, Tensor | str | bytes) or not isinstance(xs, Iterable):
+    zero_d = getattr(xs, "shape", 0) == ()  # a 0-d array: iterating it raises (review241 F3)
+    if isinstance(xs, Tensor | str | bytes) or not isinstance(xs, Iterable) or zero_d:
         what = "a Tensor" if isinstance(xs, Tensor) else f"{_preview(xs)} of type {type(xs).__name__}"
         raise TensorTypeError(
             f"concat: xs must be a sequence of Tensors; got {what} (accepted: a list or tuple of "

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import is_builtin_or_numpy_int, shown_briefly
+from torchlean._limits import MAX_RANK
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.ir.errors import IRError
 
@@ -111,8 +112,6 @@ def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
 
-MAX_RANK = 64
-"""The most axes a shape (or entries a permutation) may have: numpy's and torch's rank limit."""
 
 _DIMS_ACCEPTED = (
     f"accepted: a list, tuple or 1-d integer array of at most {MAX_RANK} entries, one per axis; "

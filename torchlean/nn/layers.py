@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from torchlean import _checks
 from torchlean._checks import is_int
+from torchlean._limits import MAX_RANK
 from torchlean.backend.errors import TorchLeanError
 from torchlean.nn.ops import Ops, T
 
@@ -68,7 +69,6 @@ ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid", "silu", "softplus")
 InitKind = Literal["uniform", "normal", "zeros", "ones"]
 _INIT_KINDS: tuple[str, ...] = get_args(InitKind)
 _MAX_ELEMENTS = int(np.iinfo(np.intp).max) // 8  # bytes of one float64 array, numpy's limit
-_MAX_DIMS = 64  # entries of a shape argument (checked_dims): numpy's and torch's rank limit
 
 
 class ShapeError(TorchLeanError, ValueError):
@@ -123,9 +123,9 @@ def checked_dims(value: object, what: str, *, allow_int: bool) -> Shape:
     if allow_int and is_int(value):
         items = (value,)
     elif isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
-        if len(value) > _MAX_DIMS:
+        if len(value) > MAX_RANK:
             raise ShapeError(
-                f"{what} must have at most {_MAX_DIMS} entries (numpy's and torch's rank limit), got "
+                f"{what} must have at most {MAX_RANK} entries (numpy's and torch's rank limit), got "
                 f"{_checks.shown_briefly(value)} of length {len(value)}"
             )
         items = list(value)

@@ -104,15 +104,27 @@ def _check_mpf_entries(name: str, array: Array) -> None:
             :func:`as_mpf_array`.
     """
     stored = array[(..., *(slice(0, 1) if stride == 0 else slice(None) for stride in array.strides))]
+    found: tuple[tuple[int, ...], object] | None = None
     for index, entry in np.ndenumerate(stored):
-        if not isinstance(entry, mpmath.mpf):
-            at = f" at {index}" if stored.ndim else ""
-            held = f"{shown_briefly(entry)} of type {type(entry).__name__}{at}"
-            raise SpecTypeError(
-                f"{name} is an object array holding {held}, "
-                f"not an mpmath.mpf (accepted: a floating array, or an object array of mpmath.mpf for the "
-                f"mpmath path: spec.as_mpf_array({name}) converts ints, floats and Fractions exactly)"
-            )
+        if isinstance(entry, mpmath.mpf):
+            continue
+        if found is None or not isinstance(entry, numbers.Real):  # a non-number is named first
+            found = (index, entry)  # (review241 F2: a harmless float was named beside a None)
+            if not isinstance(entry, numbers.Real):
+                break
+    if found is None:
+        return
+    index, entry = found
+    at = f" at {index}" if stored.ndim else ""
+    held = f"{shown_briefly(entry)} of type {type(entry).__name__}{at}"
+    convert = (
+        f"spec.as_mpf_array({name}) converts ints and floats, rounded to mpmath's working precision "
+        "(mpmath.mp.dps)" if isinstance(entry, numbers.Real) else "it holds a value that is not a number"
+    )
+    raise SpecTypeError(
+        f"{name} is an object array holding {held}, not an mpmath.mpf (accepted: a floating array, or "
+        f"an object array of mpmath.mpf for the mpmath path: {convert})"
+    )
 
 
 def as_array(name: str, value: object) -> Array:
@@ -138,6 +150,11 @@ def as_array(name: str, value: object) -> Array:
             ) from None
     try:
         return np.asarray(value)
+    except (RuntimeError, TypeError) as error:  # a list holding a torch tensor numpy cannot read
+        raise SpecTypeError(  # (review241 F1: torch's own error came through)
+            f"{name}: numpy cannot read {shown_briefly(value)}: {error} (accepted: a numpy array, nested "
+            "lists of numbers, or a CPU torch tensor that does not require grad)"
+        ) from None
     except ValueError as error:
         shown = repr(value)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
