@@ -69,7 +69,6 @@ def _builder() -> tuple[GraphBuilder, int]:
         (torch.tensor(6), "tensor(6) of type Tensor"),
         ({6}, "{6} of type set"),
         ({6: 0}, "{6: 0} of type dict"),
-        ((d for d in (6,)), None),  # a generator: named by its repr, which has an address
     ],
 )
 @pytest.mark.parametrize("method", ["reshape", "permute", "broadcast_to"])
@@ -88,6 +87,16 @@ def test_shape_and_perm_that_are_not_sequences_are_refused(
             f"{method} {argument}: expected a sequence of non-negative integers, got {got} {DIMS_ACCEPTED}"
         )
     assert len(b.build().graph) == 1  # nothing appended
+
+
+def test_a_generator_is_read_as_its_entries_up_to_the_rank_bound() -> None:
+    """review241 F6: a generator, which tl.reshape takes, was refused here."""
+    b, x = _builder()
+    shape = b.shape(b.reshape(x, (d for d in (6,))))
+    assert tuple(shape) == (6,)
+    with pytest.raises(IRError, match=r"^permute perm: expected a sequence of non-negative integers, got a "
+                                      r"range_iterator of more than 64 entries"):
+        b.permute(x, iter(range(10**12)))
 
 
 def test_a_set_is_not_read_as_an_ordered_permutation() -> None:

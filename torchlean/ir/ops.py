@@ -25,8 +25,9 @@ parents) lower to the IR with the same kernels eager execution uses.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -129,14 +130,23 @@ def dim_entries(value: object, what: str) -> tuple[object, ...]:
     """The entries of ``value``, a shape or permutation argument, unconverted: ``value`` must be a
     sequence (a list, tuple, ``torch.Size``, ``range``) or a 1-d numpy array, not a string, of at
     most :data:`MAX_RANK` entries. Its length is read before any entry (review239 F2: a stride-0
-    view of ``2**40`` entries was iterated for minutes); a set, mapping, generator, 0-d array or
-    tensor, number or ``None`` is refused (review239 F4, F9).
+    view of ``2**40`` entries was iterated for minutes); a generator or other iterator is read up to
+    one entry past that bound; a set, mapping, 0-d array or tensor, number or ``None`` is refused
+    (review239 F4, F9).
 
     Raises:
         IRError: ``<what>: expected a sequence of non-negative integers, got None of type NoneType
             (accepted: ...)``; ``<what>: expected a sequence of non-negative integers, got
             array([1, 1, ..., 1], ...) of length 1099511627776 (accepted: ... at most 64 ...)``.
     """
+    if isinstance(value, Iterator):  # a generator, read up to one entry past the bound (review241 F6)
+        drawn = tuple(itertools.islice(value, MAX_RANK + 1))
+        if len(drawn) > MAX_RANK:
+            raise IRError(
+                f"{what}: expected a sequence of non-negative integers, got a {type(value).__name__} of more "
+                f"than {MAX_RANK} entries ({_DIMS_ACCEPTED})"
+            )
+        return drawn
     rank = value.ndim if isinstance(value, np.ndarray) else None
     if (
         isinstance(value, str | bytes)
