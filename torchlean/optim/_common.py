@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,16 +108,28 @@ def is_single_value(value: object, *, arrays: bool = True) -> bool:
     )
 
 
-def listed_entries(value: Iterable[Any], refusal: str) -> list[Any]:
-    """``list(value)``, refusing an iterable with more entries than memory holds (a ``range`` or
-    a sized view of ``2**40`` entries: ``list`` raised a bare, empty ``MemoryError``; review239
-    F2) with ``refusal`` (the caller's refusal of ``value``) and its length.
+def listed_entries(
+    value: Iterable[Any], refusal: str, entry_fault: Callable[[int, Any], str | None] | None = None
+) -> list[Any]:
+    """``list(value)``, each entry checked by ``entry_fault`` (its refusal, or None) as it is read,
+    so a long iterable is refused at its first bad entry, not listed first (review241 F4: 2**24
+    entries took a second and most of a GB before entry 0 was looked at); an iterable with more
+    entries than memory holds (a ``range`` or a sized view of ``2**40`` entries: ``list`` raised a
+    bare, empty ``MemoryError``; review239 F2) is refused with ``refusal`` (the caller's refusal
+    of ``value``) and its length.
 
     Raises:
-        OptimizerError: ``<refusal> of length 1099511627776 (more entries than memory holds)``.
+        OptimizerError: ``entry_fault``'s refusal; ``<refusal> of length 1099511627776 (more
+            entries than memory holds)``.
     """
+    listed: list[Any] = []
     try:
-        return list(value)
+        for index, entry in enumerate(value):
+            fault = None if entry_fault is None else entry_fault(index, entry)
+            if fault is not None:
+                raise OptimizerError(fault)
+            listed.append(entry)
+        return listed
     except MemoryError:
         raise OptimizerError(
             f"{refusal} of length {operator.length_hint(value)} (more entries than memory holds)"
@@ -142,7 +154,13 @@ def _listed(what: str, value: object, caller: str = "optimizer") -> list[Any]:
     )
     if is_single_value(value) or not isinstance(value, Iterable):
         raise OptimizerError(refusal)
-    return listed_entries(value, refusal)
+    entry = what.removesuffix("s")
+
+    def fault(index: int, given: object) -> str | None:  # arrays (and absent gradients) pass on
+        usable = isinstance(given, np.ndarray) or (given is None and entry == "gradient")
+        return None if usable else _not_a_float_array(entry, index, given, caller)
+
+    return listed_entries(value, refusal, fault)
 
 
 def _plain_arrays(what: str, values: list[Any], caller: str = "optimizer") -> list[Any]:

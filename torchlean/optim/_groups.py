@@ -378,13 +378,9 @@ def _listed_groups(groups: object) -> list[ParamGroup]:
     single = isinstance(groups, ParamGroup) or is_single_value(groups, arrays=False)
     if single or not isinstance(groups, Iterable):
         raise OptimizerError(refusal)
-    listed = listed_entries(groups, refusal)
-    for index, entry in enumerate(listed):
-        if not isinstance(entry, ParamGroup):
-            raise OptimizerError(
-                f"optimizer: group {index} must be an optim.group(...) record, got {_type_name(entry)}"
-            )
-    return listed
+    return listed_entries(groups, refusal, lambda index, entry: None if isinstance(entry, ParamGroup) else (
+        f"optimizer: group {index} must be an optim.group(...) record, got {_type_name(entry)}"
+    ))
 
 
 def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]:
@@ -405,10 +401,10 @@ def _checked_names(names: object, count: int, required: bool) -> tuple[str, ...]
         raise OptimizerError(f"optimizer: names must be a sequence of strings, got {container_name(names)}")
     if isinstance(names, Sized) and len(names) != count:
         raise OptimizerError(f"optimizer: expected {count} names (one per parameter), got {len(names)}")
-    listed = listed_entries(names, f"optimizer: names must be a sequence of strings, got {_type_name(names)}")
-    others = [name for name in listed if not isinstance(name, str)]
-    if others:
-        raise OptimizerError(f"optimizer: names must be strings, got {others[0]!r}")
+    listed = listed_entries(
+        names, f"optimizer: names must be a sequence of strings, got {_type_name(names)}",
+        lambda _, name: None if isinstance(name, str) else f"optimizer: names must be strings, got {name!r}",
+    )
     if len(listed) != count:
         raise OptimizerError(f"optimizer: expected {count} names (one per parameter), got {len(listed)}")
     return tuple(listed)
