@@ -1095,6 +1095,11 @@ def _check_path(path: object) -> None:
     bare ``TypeError``) or is empty (``Path`` would read it as ``.``, the current folder)."""
     if not isinstance(path, str | os.PathLike):
         raise CheckpointError(f"a checkpoint path must be a str or os.PathLike, got {type(path).__name__}")
+    if not isinstance(os.fspath(path), str):  # Path() raised a bare TypeError (review241 F10)
+        raise CheckpointError(
+            f"a checkpoint path must be a str or an os.PathLike returning str, got a {type(path).__name__} "
+            "returning bytes"
+        )
     if os.fspath(path) in ("", b""):
         raise CheckpointError("a checkpoint path must name a file, got ''")
 

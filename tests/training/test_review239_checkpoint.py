@@ -129,3 +129,23 @@ def test_checkpoint_capsules_order_is_type_checked_first(
         dataclasses.replace(saved, capsules_order=value)
     accepted = "capsules_order must be one of first-use | graph-plan (a string) or None"
     assert str(info.value) == f"{accepted}, got {shown}"
+
+
+def test_a_path_object_returning_bytes_is_refused_by_save_and_load(
+    saved: Checkpoint, tmp_path: Path
+) -> None:
+    """review241 F10: save took it, load raised Path's bare TypeError."""
+    import os
+
+    class BytesPath(os.PathLike[bytes]):
+        def __fspath__(self) -> bytes:
+            return os.fsencode(tmp_path / "m.npz")
+
+    refusal = (
+        "a checkpoint path must be a str or an os.PathLike returning str, got a BytesPath returning bytes"
+    )
+    for call in (lambda: checkpoint.load(BytesPath()), lambda: checkpoint.save(BytesPath(), saved)):
+        with pytest.raises(CheckpointError) as caught:
+            call()  # type: ignore[arg-type]
+        assert str(caught.value) == refusal
+    assert not (tmp_path / "m.npz").exists()
