@@ -322,6 +322,23 @@ def _bias_grad_oracle(g: Array, reverse: bool = False) -> Array:
     return np.array([fold([g[b_, c_, i, j] for b_, i, j in _rows((n, h, w))], reverse) for c_ in range(c)])
 
 
+def _cotangent_and_vjp(
+    forward: Callable[..., Array],
+    vjp: Callable[..., tuple[Any, Any, Any]],
+    rng: np.random.Generator,
+    x: Array,
+    w: Array,
+    bias: Array,
+    spread: float,
+    **kw: Any,
+) -> tuple[Array, tuple[Any, Any, Any]]:
+    """A cotangent ``g`` of ``forward``'s output shape (:func:`_mixed` with ``spread``, drawn after
+    the forward) and ``vjp(g, ...)``: the common part of the conv and conv_transpose VJP tests."""
+    out = forward(x, w, bias, **kw)
+    g = _mixed(rng, *out.shape, spread=spread)
+    return g, vjp(g, x, w, bias, out=out, **kw)
+
+
 CONV_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((2, 3, 10, 18), (4, 3, 3, 3), 1, 1, 1, 1),
     ((2, 4, 9, 20), (4, 2, 2, 3), 2, 2, 2, 2),
@@ -339,10 +356,8 @@ def test_conv_weight_and_bias_gradients_are_left_folds_bitwise_float32(
     x = _mixed(rng, *x_shape)
     w = rng.standard_normal(w_shape).astype(F32)
     bias = rng.standard_normal(w_shape[0]).astype(F32)
-    kw: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-    out = S.conv(x, w, bias, **kw)
-    g = _mixed(rng, *out.shape)
-    _, dw, db = S.conv_vjp(g, x, w, bias, out=out, **kw)
+    g, (_, dw, db) = _cotangent_and_vjp(S.conv, S.conv_vjp, rng, x, w, bias, 2.0, stride=stride,
+                                        padding=padding, dilation=dilation, groups=groups)
     _check_weight_and_bias(dw, db, g, lambda reverse: _conv_dw_oracle(
         x, g, w_shape, stride, padding, dilation, groups, reverse=reverse
     ))
@@ -386,16 +401,9 @@ def test_conv_transpose_weight_and_bias_gradients_are_left_folds_bitwise_float32
     x = _mixed(rng, *x_shape)
     w = rng.standard_normal(w_shape).astype(F32)
     bias = rng.standard_normal(w_shape[1] * groups).astype(F32)
-    kw: dict[str, Any] = {
-        "stride": stride,
-        "padding": padding,
-        "output_padding": output_padding,
-        "dilation": dilation,
-        "groups": groups,
-    }
-    out = S.conv_transpose(x, w, bias, **kw)
-    g = _mixed(rng, *out.shape)
-    _, dw, db = S.conv_transpose_vjp(g, x, w, bias, out=out, **kw)
+    g, (_, dw, db) = _cotangent_and_vjp(S.conv_transpose, S.conv_transpose_vjp, rng, x, w, bias, 2.0,
+                                        stride=stride, padding=padding, output_padding=output_padding,
+                                        dilation=dilation, groups=groups)
     _check_weight_and_bias(dw, db, g, lambda reverse: _conv_transpose_dw_oracle(
         x, g, w_shape, stride, padding, dilation, groups, reverse=reverse
     ))
@@ -446,10 +454,8 @@ def test_conv_input_gradient_is_a_left_fold_bitwise_float32(
     x = rng.standard_normal(x_shape).astype(F32)
     w = _mixed(rng, *w_shape)
     bias = rng.standard_normal(w_shape[0]).astype(F32)
-    kw: dict[str, Any] = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-    out = S.conv(x, w, bias, **kw)
-    g = _mixed(rng, *out.shape, spread=3.0)
-    dx, _, _ = S.conv_vjp(g, x, w, bias, out=out, **kw)
+    g, (dx, _, _) = _cotangent_and_vjp(S.conv, S.conv_vjp, rng, x, w, bias, 3.0, stride=stride,
+                                       padding=padding, dilation=dilation, groups=groups)
     expected = _conv_dx_oracle(g, w, x_shape, stride, padding, dilation, groups)
     assert_bitwise(dx, expected, "dx")
     other = _conv_dx_oracle(g, w, x_shape, stride, padding, dilation, groups, reverse=True)
@@ -506,16 +512,9 @@ def test_conv_transpose_input_gradient_is_a_left_fold_bitwise_float32(
     x = rng.standard_normal(x_shape).astype(F32)
     w = _mixed(rng, *w_shape)
     bias = rng.standard_normal(w_shape[1] * groups).astype(F32)
-    kw: dict[str, Any] = {
-        "stride": stride,
-        "padding": padding,
-        "output_padding": output_padding,
-        "dilation": dilation,
-        "groups": groups,
-    }
-    out = S.conv_transpose(x, w, bias, **kw)
-    g = _mixed(rng, *out.shape, spread=3.0)
-    dx, _, _ = S.conv_transpose_vjp(g, x, w, bias, out=out, **kw)
+    g, (dx, _, _) = _cotangent_and_vjp(S.conv_transpose, S.conv_transpose_vjp, rng, x, w, bias, 3.0,
+                                       stride=stride, padding=padding, output_padding=output_padding,
+                                       dilation=dilation, groups=groups)
     expected = _conv_transpose_dx_oracle(g, w, x_shape, stride, padding, dilation, groups)
     assert_bitwise(dx, expected, "dx")
     other = _conv_transpose_dx_oracle(g, w, x_shape, stride, padding, dilation, groups, reverse=True)
