@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import mpmath
 import numpy as np
@@ -37,6 +37,7 @@ capsule evidence that names it must be of one of them (tests/backend/test_eviden
 
 Array = np.ndarray[Any, Any]
 Inputs = tuple[Array | None, ...]
+_T = TypeVar("_T")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -1251,7 +1252,7 @@ GUARD_CASES: list[tuple[str, Callable[[], object], str]] = [
         "conv_transpose-overflow",
         # one input position, so no 32-bit span (review203 F2); the dilation makes each axis BIG
         lambda: S.conv_transpose(np.ones((1, 4, 1, 1, 1)), np.ones((4, 2, 3, 3, 3)), dilation=BIG // 2),
-        f"conv_transpose: padded output shape (1, 2, {BIG}, {BIG}, {BIG}) has {2 * BIG ** 3} elements, "
+        f"conv_transpose: output shape (1, 2, {BIG}, {BIG}, {BIG}) has {2 * BIG ** 3} elements, "
         "which overflows int64",
     ),
     (
@@ -1524,3 +1525,51 @@ def test_float32_batch_norm_far_from_zero_has_the_error_the_readme_states() -> N
     in_torch = F.batch_norm(torch.tensor(x), None, None, training=True).numpy()
     torch_error = float(np.abs(in_torch - oracle).max())  # its order depends on torch's kernel here
     assert 6.7e-5 < error < 6.9e-5 and torch_error < 1e-6  # the left fold: deterministic, IEEE adds
+
+
+def _traced_peak(call: Callable[[], _T]) -> tuple[_T, int]:
+    """``call()`` and the peak bytes numpy allocated meanwhile (numpy reports its buffers to
+    tracemalloc)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_conv_and_conv_transpose_memory_does_not_grow_with_the_padding() -> None:
+    """The padded input (conv, its VJP) and the padded canvas (conv_transpose, its VJP) were built
+    in full: a padding of 2**30 on a 3-element input took 16 GiB. A padding of 2**24 here (128 MiB
+    of float64 when built) stays under 1 MiB; the values are torch's (float64 forward and
+    autograd)."""
+    pad = 2**24
+    x, w = np.arange(1.0, 4.0).reshape(1, 1, 3), np.array([[[2.0, -1.0]]])
+    conv_keywords = {"stride": 2**23, "padding": pad}
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    want = F.conv1d(xt, wt, **conv_keywords)
+    g = np.arange(1.0, want.shape[-1] + 1).reshape(tuple(want.shape))
+    want_dx, want_dw = torch.autograd.grad(want, (xt, wt), torch.from_numpy(g))
+    got, peak = _traced_peak(lambda: S.conv(x, w, **conv_keywords))
+    assert peak < 2**20
+    assert_array_equal(got, want.detach().numpy())
+    (dx, dw, _), peak = _traced_peak(lambda: S.conv_vjp(g, x, w, out=got, **conv_keywords))
+    assert peak < 2**20
+    assert_array_equal(dx, want_dx.numpy())
+    assert_array_equal(dw, want_dw.numpy())
+
+    # output extent (3 - 1)*2**24 - 2*(2**24 - 1) + 1*(2 - 1) + 0 + 1 = 4
+    transpose_keywords = {"stride": 2**24, "padding": pad - 1}
+    want = F.conv_transpose1d(xt, wt, **transpose_keywords)
+    assert want.shape == (1, 1, 4)
+    g = np.arange(1.0, 5.0).reshape(1, 1, 4)
+    want_dx, want_dw = torch.autograd.grad(want, (xt, wt), torch.from_numpy(g))
+    got, peak = _traced_peak(lambda: S.conv_transpose(x, w, **transpose_keywords))
+    assert peak < 2**20
+    assert_array_equal(got, want.detach().numpy())
+    (dx, dw, _), peak = _traced_peak(lambda: S.conv_transpose_vjp(g, x, w, out=got, **transpose_keywords))
+    assert peak < 2**20
+    assert_array_equal(dx, want_dx.numpy())
+    assert_array_equal(dw, want_dw.numpy())

@@ -22,8 +22,9 @@ onto a zero canvas, each element receiving its terms in row-major order of the c
 result can differ from a fold that starts from its first term).  For a pool, kernel-offset order
 is the reverse of window order: tap 0 of window ``o + k`` (stride 1) reads the element that tap
 ``k`` of window ``o`` reads, so the later window's term comes first.
-Windows are gathered im2col-style as strided views of the padded input, one view per kernel
-offset.
+Windows are gathered im2col-style, one array per kernel offset: a strided view of the input
+where the offset reads no padding, else a copy holding the padding value where it does (the
+padded input itself is never built, so memory does not grow with the padding).
 """
 
 from __future__ import annotations
@@ -96,48 +97,82 @@ def _taps(window: Window) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(range(k) for k in window.kernel))
 
 
-def _tap(window: Window, offset: tuple[int, ...]) -> Index:
-    """Index of the strided view ``padded[..., o * stride + offset * dilation]`` over all outputs o."""
-    spatial = (
-        slice(k * d, k * d + (n - 1) * s + 1, s)
-        for k, d, n, s in zip(offset, window.dilation, window.output, window.stride, strict=True)
-    )
-    return (Ellipsis, *spatial)
+class _Span(NamedTuple):
+    """Where tap ``offset`` reads input: ``output[out] <- input[inp]`` per spatial axis."""
+
+    out: Index  # the output positions whose tap lands on input (a contiguous run per axis)
+    inp: Index  # the input elements they read (a strided run per axis)
+    whole: bool  # every output position reads input (no tap lands on padding)
+
+
+def _span(window: Window, offset: tuple[int, ...]) -> _Span | None:
+    """The output positions ``o`` at which tap ``offset`` reads an input element, and those
+    elements: padded position ``o * stride + k * dilation`` is input position
+    ``o * stride + k * dilation - padding``, increasing in ``o``, so the positions inside
+    ``[0, input)`` are one run of outputs per axis.  None where the tap reads only padding on some
+    axis.  Python ints throughout, so a padding of 2**31 costs nothing."""
+    outs: list[slice] = []
+    inps: list[slice] = []
+    whole = True
+    for k, d, n, s, p, size in zip(
+        offset, window.dilation, window.output, window.stride, window.padding, window.input, strict=True
+    ):
+        first = k * d - p  # input position read at output 0
+        lo = min(n, max(0, -(first // s) if first < 0 else 0))
+        hi = min(n, max(0, -((first - size) // s)))
+        if hi <= lo:
+            return None
+        start = first + lo * s
+        outs.append(slice(lo, hi))
+        inps.append(slice(start, start + (hi - lo - 1) * s + 1, s))
+        whole = whole and lo == 0 and hi == n
+    return _Span((Ellipsis, *outs), (Ellipsis, *inps), whole)
+
+
+def _tap_values(a: Array, window: Window, offset: tuple[int, ...], fill: float = 0.0) -> Array:
+    """Tap ``offset``'s value at every output position of ``a`` padded with ``fill``:
+    ``padded(a)[..., o * stride + offset * dilation]``, of shape ``(*leading, *window.output)``.
+
+    The padded array is never built (its size grows with the padding, not the data): a view of
+    ``a`` where the tap reads input at every position, else a fresh array of ``fill`` holding the
+    input elements the tap reads."""
+    span = _span(window, offset)
+    if span is not None and span.whole:
+        return a[span.inp]
+    leading = a.shape[: a.ndim - len(window.kernel)]
+    values = np.full((*leading, *window.output), fill, dtype=a.dtype)
+    if span is not None:
+        values[span.out] = a[span.inp]
+    return values
+
+
+def _add_tap(canvas: Array, window: Window, offset: tuple[int, ...], part: Array) -> None:
+    """Adjoint of :func:`_tap_values` (fill 0): add ``part`` (of shape ``(*leading,
+    *window.output)``) into ``canvas`` ``(*leading, *window.input)`` at the
+    input elements tap ``offset`` reads; terms landing on padding are dropped."""
+    span = _span(window, offset)
+    if span is not None:
+        canvas[span.inp] += part[span.out]
 
 
 def _real_positions(window: Window, offset: tuple[int, ...]) -> Array:
     """Boolean ``window.output`` mask: True where tap ``offset`` reads an input (not padding) element."""
-    mask = np.ones(window.output, dtype=bool)
-    nd = len(window.output)
-    for axis, (k, d, n, s, p, size) in enumerate(
-        zip(offset, window.dilation, window.output, window.stride, window.padding, window.input, strict=True)
-    ):
-        position = np.arange(n) * s + k * d - p
-        inside = (position >= 0) & (position < size)
-        mask = mask & inside.reshape(tuple(n if a == axis else 1 for a in range(nd)))
+    mask = np.zeros(window.output, dtype=bool)
+    span = _span(window, offset)
+    if span is not None:
+        mask[span.out] = True
     return mask
-
-
-def _pad(a: Array, window: Window, value: float = 0.0) -> Array:
-    widths = [(0, 0)] * (a.ndim - len(window.padding)) + [(p, p) for p in window.padding]
-    return np.pad(a, widths, constant_values=value)
-
-
-def _crop(a: Array, window: Window) -> Array:
-    """The unpadded ``window.input`` extent of a padded array, as a fresh contiguous array."""
-    inner: Index = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.padding, window.input, strict=True)))
-    return np.ascontiguousarray(a[inner])
 
 
 def _scatter_taps(
     window: Window, shape: Sequence[int], dtype: np.dtype[np.generic], parts: Iterable[Array]
 ) -> Array:
-    """Adjoint of the tap views: add ``parts`` (one per kernel offset, in row-major order) into
-    a zero padded canvas of leading ``shape`` and return its unpadded part."""
-    canvas = np.zeros((*shape, *window.padded), dtype=dtype)
+    """Adjoint of the tap values: add ``parts`` (one per kernel offset, in row-major order) into
+    a zero canvas of shape ``(*shape, *window.input)``."""
+    canvas = np.zeros((*shape, *window.input), dtype=dtype)
     for offset, part in zip(_taps(window), parts, strict=True):
-        canvas[_tap(window, offset)] += part
-    return _crop(canvas, window)
+        _add_tap(canvas, window, offset, part)
+    return canvas
 
 
 def _spatial_axes(ndim: int, window: Window) -> tuple[int, ...]:
@@ -160,8 +195,9 @@ def _grouped(a: Array, groups: int) -> Array:
 def _gather_contract(src: Array, wt: Array, window: Window) -> Array:
     """``out[n,g,b,o] = sum_{a, k} wt[g,b,a,k] * src[n,g,a,o*stride + k*dilation]``.
 
-    src ``(N, G, A, *padded)``, wt ``(G, B, A, *kernel)``, result ``(N, G, B, *output)``; the sum is
-    a left fold over ``(a, k)`` in row-major order.
+    src ``(N, G, A, *input)`` (zero padding read as 0), wt ``(G, B, A, *kernel)``, result
+    ``(N, G, B, *output)``; the sum is a left fold over ``(a, k)`` in row-major order, padding
+    taps included as ``0 * wt`` terms.
     """
     nd = len(window.kernel)
 
@@ -170,7 +206,7 @@ def _gather_contract(src: Array, wt: Array, window: Window) -> Array:
             for offset in _taps(window):
                 at: Index = (slice(None), slice(None), a, *offset)
                 coefficient = wt[at]
-                yield src[:, :, a][_tap(window, offset)][:, :, None] * coefficient.reshape(
+                yield _tap_values(src[:, :, a], window, offset)[:, :, None] * coefficient.reshape(
                     (1, *coefficient.shape, *(1,) * nd)
                 )
 
@@ -178,19 +214,23 @@ def _gather_contract(src: Array, wt: Array, window: Window) -> Array:
 
 
 def _scatter_contract(src: Array, wt: Array, window: Window) -> Array:
-    """Adjoint of :func:`_gather_contract` in its first argument, on the padded canvas.
+    """Adjoint of :func:`_gather_contract` in its first argument.
 
-    ``canvas[n,g,b,o*stride + k*dilation] += wt[g,a,b,k] * src[n,g,a,o]`` for ``(a, k)`` in
-    row-major order (each canvas element receives its terms in that order, after a zero start).
-    src ``(N, G, A, *output)``, wt ``(G, A, B, *kernel)``, result ``(N, G, B, *padded)``.
+    ``canvas[n,g,b,o*stride + k*dilation - padding] += wt[g,a,b,k] * src[n,g,a,o]`` for ``(a, k)``
+    in row-major order (each canvas element receives its terms in that order, after a zero
+    start); terms landing on padding are dropped.  src ``(N, G, A, *output)``, wt
+    ``(G, A, B, *kernel)``, result ``(N, G, B, *input)``.
     """
     nd = len(window.kernel)
-    canvas = np.zeros((src.shape[0], src.shape[1], wt.shape[2], *window.padded), dtype=src.dtype)
+    canvas = np.zeros((src.shape[0], src.shape[1], wt.shape[2], *window.input), dtype=src.dtype)
     for a in range(src.shape[2]):
         for offset in _taps(window):
+            span = _span(window, offset)
+            if span is None:
+                continue
             at: Index = (slice(None), a, slice(None), *offset)
             coefficient = wt[at]
-            canvas[_tap(window, offset)] += src[:, :, a, None] * coefficient.reshape(
+            canvas[span.inp] += src[:, :, a, None][span.out] * coefficient.reshape(
                 (1, *coefficient.shape, *(1,) * nd)
             )
     return canvas
@@ -199,15 +239,16 @@ def _scatter_contract(src: Array, wt: Array, window: Window) -> Array:
 def _weight_contract(src: Array, gout: Array, window: Window) -> Array:
     """``dw[g,a,b,k] = sum_{n, o} src[n,g,a,o*stride + k*dilation] * gout[n,g,b,o]``.
 
-    src ``(N, G, A, *padded)``, gout ``(N, G, B, *output)``, result ``(G, A, B, *kernel)``; the sum
-    is a left fold over ``(n, o)`` in row-major order.
+    src ``(N, G, A, *input)`` (zero padding read as 0), gout ``(N, G, B, *output)``, result
+    ``(G, A, B, *kernel)``; the sum is a left fold over ``(n, o)`` in row-major order, padding
+    positions included as ``0 * gout`` terms.
     """
     groups, a_size, b_size = src.shape[1], src.shape[2], gout.shape[2]
     result = np.empty((groups, a_size, b_size, *window.kernel), dtype=src.dtype)
     summed = (0, *_spatial_axes(gout.ndim, window))
     for a in range(a_size):
         for offset in _taps(window):
-            product = src[:, :, a][_tap(window, offset)][:, :, None] * gout
+            product = _tap_values(src[:, :, a], window, offset)[:, :, None] * gout
             at: Index = (slice(None), a, slice(None), *offset)
             result[at] = fold_sum_axes(product, summed)
     return result
@@ -242,7 +283,7 @@ def conv(
     window = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
     c_out = w.shape[0]
     wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
-    out = _gather_contract(_grouped(_pad(x, window), groups), wt, window)
+    out = _gather_contract(_grouped(x, groups), wt, window)
     out = out.reshape((x.shape[0], c_out, *window.output))
     return out if b is None else out + _per_channel(b, out.ndim)
 
@@ -278,10 +319,9 @@ def conv_vjp(
     dx = dw = None
     if need_x:
         wt = w.reshape((groups, c_out // groups, *w.shape[1:]))
-        canvas = _scatter_contract(gg, wt, window).reshape((x.shape[0], x.shape[1], *window.padded))
-        dx = _crop(canvas, window)
+        dx = _scatter_contract(gg, wt, window).reshape(x.shape)
     if need_w:
-        dw = _weight_contract(_grouped(_pad(x, window), groups), gg, window).swapaxes(1, 2).reshape(w.shape)
+        dw = _weight_contract(_grouped(x, groups), gg, window).swapaxes(1, 2).reshape(w.shape)
     return dx, dw, _bias_grad(g, b) if need_b else None
 
 
@@ -317,8 +357,7 @@ def conv_transpose(
     )
     c_out = w.shape[1] * groups
     wt = w.reshape((groups, w.shape[0] // groups, *w.shape[1:]))
-    canvas = _scatter_contract(_grouped(x, groups), wt, window)
-    out = _crop(canvas.reshape((x.shape[0], c_out, *window.padded)), window)
+    out = _scatter_contract(_grouped(x, groups), wt, window).reshape((x.shape[0], c_out, *window.input))
     return out if b is None else out + _per_channel(b, out.ndim)
 
 
@@ -356,7 +395,7 @@ def conv_transpose_vjp(
     )
     c_out = w.shape[1] * groups
     check_cotangent("conv_transpose", g, (x.shape[0], c_out, *window.input), x.dtype)
-    gp = _grouped(_pad(g, window), groups)
+    gp = _grouped(g, groups)
     wt = w.reshape((groups, w.shape[0] // groups, *w.shape[1:]))
     dx = _gather_contract(gp, wt, window).reshape(x.shape)
     dw = _weight_contract(gp, _grouped(x, groups), window)
@@ -373,12 +412,11 @@ def _max_select(x: Array, window: Window) -> tuple[Array, Array]:
     later one replaces the current one when it is greater or NaN (ties keep the first maximum,
     NaN propagates).  Padding is never selected (the guard ensures every window reads input).
     """
-    padded = _pad(x, window, -np.inf)
     shape = (*x.shape[:2], *window.output)
     best = np.full(shape, -np.inf, dtype=x.dtype)
     index = np.full(shape, -1, dtype=np.int64)
     for number, offset in enumerate(_taps(window)):
-        value = padded[_tap(window, offset)]
+        value = _tap_values(x, window, offset, -np.inf)
         take = _real_positions(window, offset) & ((value > best) | np.isnan(value) | (index < 0))
         best = np.where(take, value, best)
         index = np.where(take, number, index)
@@ -437,8 +475,7 @@ def avg_pool(
     in kernel-offset order divided by ``prod(kernel_size)``.  Raises GuardError.
     """
     window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
-    padded = _pad(x, window)
-    total = _left_fold(padded[_tap(window, offset)] for offset in _taps(window))
+    total = _left_fold(_tap_values(x, window, offset) for offset in _taps(window))
     mean: Array = total / _scalar(math.prod(window.kernel), x)
     return mean
 
@@ -488,8 +525,8 @@ def _smooth_windows(x: Array, window: Window, beta: float) -> _SmoothWindows:
     ``-inf * sign(beta)``). A NaN in the window makes the shift NaN.
     """
     b = _scalar(beta, x)
-    padded = _pad(x, window, -np.inf if beta > 0 else np.inf)
-    views = [padded[_tap(window, offset)] for offset in _taps(window)]
+    fill = -np.inf if beta > 0 else np.inf
+    views = [_tap_values(x, window, offset, fill) for offset in _taps(window)]
     pick = np.maximum if beta > 0 else np.minimum
     extreme = views[0]
     for view in views[1:]:

@@ -72,11 +72,6 @@ class Window:
     input: tuple[int, ...]
     output: tuple[int, ...]
 
-    @property
-    def padded(self) -> tuple[int, ...]:
-        """Spatial extent after zero padding on both sides: ``input + 2 * padding``."""
-        return tuple(n + 2 * p for n, p in zip(self.input, self.padding, strict=True))
-
 
 def _fail(op: str, message: str) -> GuardError:
     return GuardError(f"{op}: {message}")
@@ -548,7 +543,6 @@ def check_conv_transpose(
             )
         output.append(size)
     window = Window(kernel, stride_t, padding_t, dilation_t, tuple(output), tuple(xs.shape[2:]))
-    check_numel(op, (xs.shape[0], c_out, *window.padded), "padded output shape")
     check_numel(op, (xs.shape[0], c_out, *window.input), "output shape")
     return window
 
