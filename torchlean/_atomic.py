@@ -27,6 +27,7 @@ __all__ = [
     "check_replaceable",
     "check_temporary_path_fits",
     "replace_file",
+    "resolve_links",
     "umask",
     "writes_in_place",
 ]
@@ -69,6 +70,23 @@ def writes_in_place(path: Path) -> bool:
     return _target(path) is None
 
 
+def resolve_links(path: str | Path) -> Path:
+    """``path`` with every symbolic link followed (``os.path.realpath``), refusing a loop of links.
+
+    A loop at the last component was resolved to the link itself (``realpath`` without
+    ``strict`` stops there), which a save then replaced with a regular file; a dangling link
+    resolves to the path it names, which may be created.
+
+    Raises:
+        OSError: ``ELOOP`` (``Too many levels of symbolic links``) for a loop of links, as opening
+            the path would; what ``realpath`` raises (a name too long).
+    """
+    real = Path(os.path.realpath(path))
+    if real.is_symlink():
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fsdecode(os.fspath(path)))
+    return real
+
+
 def _target(path: Path) -> Path | None:
     """The regular file (or absent one) to replace for ``path``, through symbolic links (a link
     keeps naming its target, which is replaced); None when ``path`` is to be written in place: a
@@ -79,14 +97,15 @@ def _target(path: Path) -> Path | None:
     Raises:
         OSError: ``EINVAL`` with :data:`NUL_IN_PATH` for a path with a NUL byte (``os.path.realpath``
             would raise a bare ``ValueError``), so that :func:`replace_file`'s and
-            :func:`check_replaceable`'s callers catch one exception for every unusable path.
+            :func:`check_replaceable`'s callers catch one exception for every unusable path;
+            ``ELOOP`` for a loop of links (:func:`resolve_links`).
     """
     if "\0" in os.fsdecode(os.fspath(path)):
         raise OSError(errno.EINVAL, NUL_IN_PATH, os.fsdecode(os.fspath(path)))
     parts = Path(os.path.abspath(path)).parts
     if len(parts) > 1 and parts[1] in _STREAMS and os.path.islink(path):
         return None
-    real = Path(os.path.realpath(path))
+    real = resolve_links(path)
     if real.exists() and not real.is_file():
         return None
     return real

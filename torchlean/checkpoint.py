@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import _npz
-from torchlean._atomic import NUL_IN_PATH, replace_file, stream_sha256
+from torchlean._atomic import NUL_IN_PATH, replace_file, resolve_links, stream_sha256
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS
@@ -1126,7 +1126,8 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
             directory``) or another
             existing path that is not a regular file (a device or a pipe), or the file cannot be
             written (naming the path as :func:`load` shows it and the reason: the operating system's,
-            ``File name too long`` for a name or path too long, or ``the path holds a NUL byte,
+            ``File name too long`` for a name or path too long, ``Too many levels of symbolic links``
+            for a loop of links, which is left as it is, or ``the path holds a NUL byte,
             which no file name can``: review239 F11); an entry that is not a
             bool, integer, float or text array, which ``np.savez`` would pickle (naming it;
             :class:`Checkpoint` admits none); metadata longer than :func:`load` reads (2**24
@@ -1145,7 +1146,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
     if "\0" in given:  # review239 F11: os.path.realpath's bare ValueError
         raise CheckpointError(f"cannot write checkpoint {named}: {NUL_IN_PATH}")
     try:  # a name or path too long (ENAMETOOLONG), a loop of links: the system's reason (review239 F11)
-        file = Path(os.path.realpath(given))  # through a symbolic link: the link keeps naming the checkpoint
+        file = resolve_links(given)  # through a symbolic link: the link keeps naming the checkpoint
         is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
     except OSError as error:
         raise CheckpointError(f"cannot write checkpoint {named}: {error.strerror or error}") from None

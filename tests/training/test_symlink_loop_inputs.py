@@ -50,3 +50,22 @@ def test_a_link_loop_is_named_as_such_in_python(folder: Path) -> None:
         data.load(folder / "loop2")
     with pytest.raises(data.DataError, match=r"^dataset file not found: gone\.csv$"):
         data.load("gone.csv")
+
+
+@pytest.mark.parametrize("name", ["loop1", "self"])
+def test_saving_through_a_link_loop_is_refused_and_the_links_stay(folder: Path, name: str) -> None:
+    """review241 F10: a loop at the target's last component resolved to the link itself, which
+    ``checkpoint.save`` replaced with a regular file (a loop in a parent folder was refused)."""
+    Path("self").symlink_to("self")
+    model = checkpoint.load("m.npz")
+    with pytest.raises(checkpoint.CheckpointError, match=f"^cannot write checkpoint {name}: {_LOOP}$"):
+        checkpoint.save(name, model)
+    assert Path(name).is_symlink() and Path("loop2").is_symlink()
+
+
+@pytest.mark.parametrize("option", ["--report-json", "--save"])
+def test_a_command_writing_through_a_link_loop_is_refused_before_it_trains(
+        capsys: pytest.CaptureFixture[str], folder: Path, option: str) -> None:
+    train = ["train", "--dataset", "iris", "--hidden", "4", "--epochs", "1"]
+    assert cli(capsys, *train, option, "loop1") == (2, "", f"error: cannot write {option} loop1: {_LOOP}\n")
+    assert Path("loop1").is_symlink()
