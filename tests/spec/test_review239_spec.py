@@ -91,19 +91,19 @@ def test_causal_mask_align_is_type_checked_first(align: object, shown: str) -> N
 CAP = 2**60 - 1  # intp.max // 8 on a 64-bit platform: one array of int64 positions
 
 
-@pytest.mark.parametrize(("n_q", "n_k", "shown"), [
-    (2**70, 2, f"n_q = {2**70}, n_k = 2 (n_q * n_k = {2**71})"),
-    (2**31, 2**31, f"n_q = {2**31}, n_k = {2**31} (n_q * n_k = {2**62})"),
-    (2**61, 0, f"n_q = {2**61}, n_k = 0 (n_q * n_k = 0)"),
-    (10**400, 1,
-     "n_q = an integer of about 401 digits, n_k = 1 (n_q * n_k = an integer of about 401 digits)"),
+@pytest.mark.parametrize(("n_q", "n_k", "beyond", "sizes"), [
+    (2**70, 2, f"n_q = {2**70}", f"n_q = {2**70}, n_k = 2"),
+    (2**31, 2**31, f"n_q * n_k = {2**62}", f"n_q = {2**31}, n_k = {2**31}"),
+    (2**61, 0, f"n_q = {2**61}", f"n_q = {2**61}, n_k = 0"),
+    (0, 2**70, f"n_k = {2**70}", f"n_q = 0, n_k = {2**70}"),  # review241 F10: the side, not "n_q * n_k = 0"
+    (10**400, 1, "n_q = an integer of about 401 digits", "n_q = an integer of about 401 digits, n_k = 1"),
 ])
-def test_causal_mask_sizes_beyond_one_array_are_refused(n_q: int, n_k: int, shown: str) -> None:
+def test_causal_mask_sizes_beyond_one_array_are_refused(n_q: int, n_k: int, beyond: str, sizes: str) -> None:
     with pytest.raises(SpecValueError) as info:
         spec.causal_mask(n_q, n_k)
     assert str(info.value) == (
-        f"causal_mask: {shown} is more than one array of their int64 positions can hold (accepted: n_q, n_k "
-        f"and n_q * n_k at most {CAP})"
+        f"causal_mask: {beyond} is more than one array of int64 positions can hold ({sizes}; accepted: n_q, "
+        f"n_k and n_q * n_k at most {CAP})"
     )
 
 

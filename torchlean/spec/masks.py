@@ -72,11 +72,14 @@ def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = 
             f"causal_mask: align must be one of {', '.join(CAUSAL_ALIGNMENTS)} (a string), got "
             f"{shown_briefly(align)} of type {type(align).__name__}"
         )
-    if max(rows, cols, rows * cols) > _MOST_ELEMENTS:
+    beyond = [(name, size) for name, size in (("n_q", rows), ("n_k", cols), ("n_q * n_k", rows * cols))
+              if size > _MOST_ELEMENTS]
+    if beyond:  # the side that exceeds, not the product 0 beside it (review241 F10)
+        name, size = beyond[0]
         raise SpecValueError(
-            f"causal_mask: n_q = {shown(rows)}, n_k = {shown(cols)} (n_q * n_k = {shown(rows * cols)}) is "
-            "more than one array of their int64 positions can hold (accepted: n_q, n_k and n_q * n_k at "
-            f"most {_MOST_ELEMENTS})"
+            f"causal_mask: {name} = {shown(size)} is more than one array of int64 positions can hold "
+            f"(n_q = {shown(rows)}, n_k = {shown(cols)}; accepted: n_q, n_k and n_q * n_k at most "
+            f"{_MOST_ELEMENTS})"
         )
     if align not in CAUSAL_ALIGNMENTS:
         raise UnknownLabelError(
