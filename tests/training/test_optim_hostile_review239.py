@@ -105,6 +105,13 @@ def test_huge_betas_are_refused_by_their_shape(call: Callable[[], object]) -> No
     assert str(info.value) == PAIR
 
 
+def test_huge_float_betas_are_shown_with_their_shape() -> None:
+    """review241 F7: the float array's repr was cut mid-shape at 60 characters."""
+    with pytest.raises(optim.OptimizerError) as info:
+        optim.adam(betas=np.broadcast_to(np.float64(0.9), (2**40,)))
+    assert str(info.value).endswith("got array([0.9, 0.9, 0.9, ..., 0.9, 0.9, 0.9], shape=(1099511627776,))")
+
+
 def test_huge_array_as_beta1_is_refused_as_torchs_order() -> None:
     with pytest.raises(optim.OptimizerError) as info:
         optim.adam(beta1=HUGE)

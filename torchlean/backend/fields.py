@@ -14,6 +14,7 @@ This module depends only on :mod:`torchlean.backend.errors` and :mod:`~torchlean
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -60,8 +61,9 @@ class BackendLabelError(BackendValueError, UnknownLabelError):
 
 
 def describe(value: object) -> str:
-    """``repr(value)`` (shortened to 80 characters) followed by its type, e.g. ``'relu' (str)``."""
-    shown = repr(value)
+    """``repr(value)`` on one line (numpy's line breaks and their indent read as one space) and
+    shortened to 80 characters, followed by its type, e.g. ``'relu' (str)``."""
+    shown = re.sub(r"\n\s*", " ", repr(value))
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 3] + "..."
     return f"{shown} ({type(value).__name__})"

@@ -81,17 +81,21 @@ def ordered_items(
     unordered = unordered_refusal(value, what, accepted, why)
     if unordered is not None:
         raise BackendTypeError(unordered)
-    too_many = f"{what} must have at most {limit} entries ({accepted}), got"
+    def too_many(count: str) -> BackendValueError:
+        return BackendValueError(
+            f"{what} must have at most {limit} entries, got {count}: {describe(value)} (accepted: {accepted})"
+        )
+
     if isinstance(value, Sized):
         try:
             count = len(value)
         except Exception:  # a __len__ that raises: the bounded read below still stops in time
             count = None
         if isinstance(count, int) and count > limit:
-            raise BackendValueError(f"{too_many} {count}: {describe(value)}")
+            raise too_many(str(count))
     items = tuple(itertools.islice(value, limit + 1))
     if len(items) > limit:
-        raise BackendValueError(f"{too_many} more: {describe(value)}")
+        raise too_many("more")
     return items
 
 

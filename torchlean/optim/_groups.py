@@ -311,7 +311,7 @@ def betas_pair(betas: object) -> tuple[Any, Any]:
     if not isinstance(values, tuple | list) or len(values) != 2:
         raise OptimizerError(
             "optimizer: betas must be a pair (beta1, beta2), as torch's: a tuple, list or 1-d array of two "
-            f"numbers, got {shown_briefly(betas)}"
+            f"numbers, got {shown_briefly(betas, 100)}"  # room for a long array's shape (review241 F7)
         )
     return values[0], values[1]
 
