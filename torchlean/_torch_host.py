@@ -8,7 +8,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["is_torch_tensor", "numpy_readable", "torch_refusal"]
+__all__ = ["is_torch_tensor", "numpy_readable", "torch_refusal", "unreadable_element"]
+
+_ACCEPTED = "a numpy array or a CPU torch tensor that does not require grad"
 
 
 def is_torch_tensor(value: object) -> bool:
@@ -28,7 +30,7 @@ def torch_refusal(name: str, t: Any) -> str | None:
     except RuntimeError:  # a nested tensor has no single shape
         shape = "nested"
     if t.device.type == "meta":
-        return f"{name} is a meta torch tensor (shape {shape}): it has no values (accepted: a numpy array)"
+        return f"{name} is a meta torch tensor (shape {shape}): it has no values (accepted: {_ACCEPTED})"
     layout = str(t.layout) != "torch.strided" or bool(getattr(t, "is_nested", False))
     kind = "nested" if getattr(t, "is_nested", False) else t.layout
     why = ("requires grad" if t.requires_grad else f"is on {t.device}" if t.device.type != "cpu"
@@ -37,13 +39,40 @@ def torch_refusal(name: str, t: Any) -> str | None:
         return None
     dense = (".to_padded_tensor(0.0)" if kind == "nested" else ".to_dense()") if layout else ""
     return (f"{name} is a torch tensor (shape {shape}, dtype {t.dtype}) that {why}: pass t.detach().cpu()"
-            f"{dense} (accepted: a numpy array or a CPU torch tensor that does not require grad)")
+            f"{dense} (accepted: {_ACCEPTED})")
+
+
+def _foreign_dtype(t: Any) -> bool:
+    """Whether torch tensor ``t`` has a floating dtype numpy has none of (bfloat16, float8)."""
+    return bool(t.is_floating_point()) and str(t.dtype).removeprefix("torch.") not in (
+        "float16", "float32", "float64"
+    )
+
+
+def unreadable_element(value: object, name: str) -> str | None:
+    """Why numpy cannot read a torch tensor held in the nested lists and tuples ``value`` (it
+    requires grad, has no values, or has a dtype numpy lacks), naming its position as
+    ``<name>: element [i][j]``, else None. Called once ``np.asarray(value)`` has failed, where
+    numpy and torch name neither the element nor the way out (review241 F8)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, at = stack.pop()
+        if is_torch_tensor(item):
+            where = f"{name}: element {at}"
+            refusal = torch_refusal(where, item)
+            if refusal is not None:
+                return refusal
+            if _foreign_dtype(item):
+                return (f"{where} is a torch tensor of dtype {item.dtype}, which numpy has no dtype for: "
+                        "pass t.double() (accepted: a numpy array or a CPU torch tensor of a dtype numpy "
+                        "has)")
+        elif isinstance(item, list | tuple) and at.count("[") < 64:  # numpy reads at most 64 levels
+            stack.extend((entry, f"{at}[{i}]") for i, entry in reversed(list(enumerate(item))))
+    return None
 
 
 def numpy_readable(t: Any) -> Any:
     """The torch tensor ``t`` (one :func:`torch_refusal` accepts) in a dtype numpy reads: itself,
     or a float64 copy of a floating dtype numpy has none of (bfloat16, the float8 types), which
     holds each value exactly, as ``torchlean.tensor`` widens them (review240 F5)."""
-    if t.is_floating_point() and str(t.dtype).removeprefix("torch.") not in ("float16", "float32", "float64"):
-        return t.double()
-    return t
+    return t.double() if _foreign_dtype(t) else t

@@ -31,7 +31,10 @@ GRAD = (
     "is a torch tensor (shape (2,), dtype torch.float32) that requires grad: pass t.detach().cpu() "
     "(accepted: a numpy array or a CPU torch tensor that does not require grad)"
 )
-META = "is a meta torch tensor (shape (2,)): it has no values (accepted: a numpy array)"
+META = (
+    "is a meta torch tensor (shape (2,)): it has no values (accepted: a numpy array or a CPU torch tensor "
+    "that does not require grad)"
+)
 
 
 class Endless(Sequence[int]):
@@ -153,10 +156,15 @@ def test_const_and_param_refuse_ragged_and_unreadable_torch_data(method: str) ->
     assert str(info.value) == f"{method} value {GRAD}"
     with pytest.raises(IRError) as info:
         getattr(b, method)([torch.ones(2, requires_grad=True)])
+    assert str(info.value) == f"{method} value: element [0] {GRAD}"  # review241 F8: which element
+    with pytest.raises(IRError) as info:
+        getattr(b, method)([[1.0, 2.0], [torch.empty((), device="meta"), 3.0]])
+    assert str(info.value) == f"{method} value: element [1][0] {META.replace('(2,)', '()')}"
+    with pytest.raises(IRError) as info:
+        getattr(b, method)([torch.ones(2, dtype=torch.bfloat16)])
     assert str(info.value) == (
-        f"{method} value: numpy cannot read [tensor([1., 1.], requires_grad=True)]: Can't call numpy() on "
-        "Tensor that requires grad. Use tensor.detach().numpy() instead. (accepted: a numpy array, nested "
-        "lists of numbers, or a torch tensor that does not require grad)"
+        f"{method} value: element [0] is a torch tensor of dtype torch.bfloat16, which numpy has no dtype "
+        "for: pass t.double() (accepted: a numpy array or a CPU torch tensor of a dtype numpy has)"
     )
     with pytest.raises(IRError) as info:
         getattr(b, method)(torch.empty(2, device="meta"))

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown_briefly
-from torchlean._torch_host import is_torch_tensor, numpy_readable, torch_refusal
+from torchlean._torch_host import is_torch_tensor, numpy_readable, torch_refusal, unreadable_element
 from torchlean.ir.errors import IRError
 
 __all__ = [
@@ -120,9 +120,10 @@ def read_array(value: object, what: str) -> Array:
         raise IRError(
             f"{what}: {shown_briefly(value)} is not a rectangular array: {error} (accepted: {_ACCEPTED})"
         ) from None
-    except (TypeError, RuntimeError) as error:  # bfloat16; torch tensors numpy cannot read in a list
+    except (TypeError, RuntimeError) as error:  # torch tensors numpy cannot read in a list
         raise IRError(
-            f"{what}: numpy cannot read {shown_briefly(value)}: {error} (accepted: {_ACCEPTED})"
+            unreadable_element(value, what)
+            or f"{what}: numpy cannot read {shown_briefly(value)}: {error} (accepted: {_ACCEPTED})"
         ) from None
 
 

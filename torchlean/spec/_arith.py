@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import shown_briefly
-from torchlean._torch_host import is_torch_tensor, torch_refusal
+from torchlean._torch_host import is_torch_tensor, torch_refusal, unreadable_element
 from torchlean.spec.errors import SpecTypeError, SpecValueError
 
 Array = npt.NDArray[Any]
@@ -152,7 +152,8 @@ def as_array(name: str, value: object) -> Array:
         return np.asarray(value)
     except (RuntimeError, TypeError) as error:  # a list holding a torch tensor numpy cannot read
         raise SpecTypeError(  # (review241 F1: torch's own error came through)
-            f"{name}: numpy cannot read {shown_briefly(value)}: {error} (accepted: a numpy array, nested "
+            unreadable_element(value, name)
+            or f"{name}: numpy cannot read {shown_briefly(value)}: {error} (accepted: a numpy array, nested "
             "lists of numbers, or a CPU torch tensor that does not require grad)"
         ) from None
     except ValueError as error:
