@@ -387,3 +387,24 @@ def test_an_unmapped_owner_is_not_acted_for_in_a_user_namespace(tmp_path: Path) 
     if done.returncode:
         pytest.skip(f"no user namespace here: {done.stderr.strip()}")
     assert done.stdout.split() == ["False", "True"]  # root's own file is mapped (as 0) there
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*_TRAIN, "--save", "a\0b"],
+        [*_TRAIN, "--report-json", "a\0b"],
+        ["attention-check", "--json", "a\0b"],
+    ],
+)
+def test_an_output_path_with_a_nul_byte_is_refused_by_name_in_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """review241 F5: ``cli.main`` with a NUL in an output path (no shell can pass one; a Python
+    caller can) raised ``os.path.realpath``'s bare ``ValueError: embedded null byte``."""
+    monkeypatch.chdir(tmp_path)
+    option = argv[-2]
+    assert cli(capsys, *argv) == (
+        2, "", f"error: cannot write {option} $'a\\x00b': the path holds a NUL byte, which no file name can\n"
+    )
+    assert list(tmp_path.iterdir()) == []

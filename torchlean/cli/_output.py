@@ -17,6 +17,7 @@ from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
 from torchlean._atomic import (
+    NUL_IN_PATH,
     check_name_fits,
     check_renamable_over,
     check_replaceable,
@@ -200,8 +201,11 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
             a file, it is not a regular file (``regular``), or the OS refuses (permissions,
-            read-only file system, a name too long).
+            read-only file system, a name too long); a path with a NUL byte (:data:`NUL_IN_PATH`),
+            which ``os.path.realpath`` met with a bare ``ValueError`` (review241 F5).
     """
+    if "\0" in os.fspath(path):
+        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {NUL_IN_PATH}")
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
     except OSError as error:
