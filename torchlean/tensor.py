@@ -1079,15 +1079,15 @@ class Tensor:
                 raise TensorError(_bad_gradient(gradient, self.shape, f" ({exc})")) from exc
             if values.dtype.kind not in "biuf":
                 raise TensorError(_bad_gradient(gradient, self.shape, ""))
+            if values.shape != self.shape:  # before the copy: a broadcast view may declare 2**40
+                raise AutogradError(  # entries (review240 F4); the tape's words for it
+                    f"autograd: seed gradient shape mismatch for output (seed {values.shape}, output "
+                    f"{self.shape})"
+                )
             with np.errstate(over="ignore"):  # a seed beyond float32 is inf, as in torch
                 host_seed = np.array(values, dtype=self.dtype, copy=True)
         seed = storage.like(host_seed, self._data)
         if self._node is None:
-            if seed.shape != self.shape:
-                raise AutogradError(
-                    f"autograd: seed gradient shape mismatch for output (seed {seed.shape}, output "
-                    f"{self.shape})"
-                )
             self._accumulate_grad(seed)
             return
         run_backward(self._node, seed, retain_graph=retain_graph)

@@ -1126,3 +1126,37 @@ def test_a_constant_whose_shape_does_not_broadcast_is_refused_before_it_is_copie
     assert str(caught.value).startswith(message)
     assert str(caught.value).endswith("(accepted: shapes that agree on each trailing axis or have extent 1 "
                                       "there, numpy/PyTorch broadcasting)")
+
+
+_HUGE = np.broadcast_to(np.float64(0), (2**40,))  # declares 8 TiB, holds 8 bytes
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda x: x * torch.zeros(1, dtype=torch.float64).expand(2**40), GuardError,
+         "mul: shapes are not broadcastable: a (2, 2), b (1099511627776,)"),
+        (lambda x: tl.mse_loss(x, _HUGE), GuardError,
+         "mse_loss: prediction (2, 2) and target (1099511627776,) differ"),
+        (lambda x: tl.mse_loss(torch.zeros(1, dtype=torch.float64).expand(2**40), x), GuardError,
+         "mse_loss: prediction (1099511627776,) and target (2, 2) differ"),
+        (lambda x: tl.hard_masked_softmax(x, np.broadcast_to(np.True_, (2**40,))), GuardError,
+         "hard_masked_softmax: shapes are not broadcastable: scores (2, 2), mask (1099511627776,)"),
+        (lambda x: tl.hard_masked_softmax(x, torch.ones(1, dtype=torch.bool).expand(3, 2, 2)), GuardError,
+         "hard_masked_softmax: mask (3, 2, 2) does not broadcast to the scores' shape (2, 2)"),
+        (lambda x: (x * 2).backward(gradient=_HUGE), tl.AutogradError,
+         "autograd: seed gradient shape mismatch for output (seed (1099511627776,), output (2, 2))"),
+        (lambda x: x.backward(gradient=torch.zeros(1, dtype=torch.float64).expand(2**40)), tl.AutogradError,
+         "autograd: seed gradient shape mismatch for output (seed (1099511627776,), output (2, 2))"),
+    ],
+)
+def test_array_data_of_the_wrong_shape_is_refused_before_it_is_copied(
+    call: Callable[[tl.Tensor], object], error: type[Exception], message: str
+) -> None:
+    """review240 F4: torch-tensor constants, ``mse_loss``'s operands, masks and ``backward``'s
+    ``gradient=`` were copied before their shape was compared: a view declaring 2**40 entries
+    raised numpy's "Unable to allocate" MemoryError instead of the shape refusal."""
+    x = tl.tensor(np.ones((2, 2)), requires_grad=True)
+    with pytest.raises(error) as caught:
+        call(x)
+    assert str(caught.value).startswith(message)

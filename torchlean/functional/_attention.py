@@ -11,8 +11,9 @@ import numpy.typing as npt
 from torchlean._tensor_args import _UNSET, _Unset
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference.guards import check_mask_shape
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import _mask, _require_tensor
+from torchlean.functional._operands import _mask, _require_tensor, declared_shape
 from torchlean.functional._params import _axis_spelling, _int, _real
 from torchlean.functional._shape import reshape
 from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError
@@ -105,6 +106,9 @@ def hard_masked_softmax(
     x = _require_tensor("hard_masked_softmax", "x", x)
     chosen = _axis_spelling("hard_masked_softmax", axis, dim, -1)
     params = {"axis": _int("hard_masked_softmax", "axis", chosen)}
+    mask_shape = declared_shape(mask)
+    if mask_shape is not None:  # before the data is copied (review240 F4)
+        check_mask_shape("hard_masked_softmax", x.shape, mask_shape)
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
 

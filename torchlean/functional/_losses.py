@@ -15,6 +15,7 @@ import numpy.typing as npt
 from torchlean._checks import id_outside, is_builtin_int, is_int, shown
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
+from torchlean.backend.providers.reference.guards import check_mse_shapes
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._arithmetic import add, mul, scale, sub
 from torchlean.functional._attention import log_softmax
@@ -29,6 +30,7 @@ from torchlean.functional._operands import (
     _on_device_of,
     _pair,
     _require_tensor,
+    declared_shape,
 )
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum
@@ -89,6 +91,11 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
         return run_op(BackendOp.MSE_LOSS, (prediction, _filled(target, prediction)), {})
     if isinstance(target, Tensor) and _is_real(prediction):
         return run_op(BackendOp.MSE_LOSS, (_filled(prediction, target), target), {})
+    first = prediction.shape if isinstance(prediction, Tensor) else declared_shape(prediction)
+    second = target.shape if isinstance(target, Tensor) else declared_shape(target)
+    either = isinstance(prediction, Tensor) or isinstance(target, Tensor)
+    if first is not None and second is not None and either:
+        check_mse_shapes(first, second)  # before array data is copied (review240 F4)
     x, y = _pair(prediction, target)
     return run_op(BackendOp.MSE_LOSS, (x, y), {})
 

@@ -199,11 +199,27 @@ def refuse_unbroadcastable(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> N
         ) from None
 
 
+def declared_shape(value: object) -> tuple[int, ...] | None:
+    """The shape of array data whose shape is free to read before it is copied (a numpy array, a
+    torch tensor; a broadcast view may declare far more entries than memory holds), else None
+    (lists, numbers, a nested torch tensor, which has no one shape)."""
+    if isinstance(value, np.ndarray):
+        shape: tuple[int, ...] = value.shape
+        return shape
+    if _is_torch_tensor(value):
+        torch_value: Any = value
+        try:
+            return tuple(int(extent) for extent in torch_value.shape)
+        except RuntimeError:  # a nested tensor
+            return None
+    return None
+
+
 def _pair(a: Operand, b: Operand, op: str | None = None) -> tuple[Tensor, Tensor]:
     """Both operands as tensors; a non-tensor takes the other operand's dtype and device. For an
-    elementwise ``op``, a constant numpy array whose shape does not broadcast with the tensor's is
-    refused before it is converted (review239 F10: a stride-0 view of shape
-    ``(2**40,)`` beside a ``(2, 3)`` tensor was copied first, numpy's 4 TiB MemoryError).
+    elementwise ``op``, a constant numpy array or torch tensor whose shape does not broadcast with
+    the tensor's is refused before it is converted (review239 F10, review240 F4: a stride-0 view of
+    shape ``(2**40,)`` beside a ``(2, 3)`` tensor was copied first, numpy's 4 TiB MemoryError).
 
     Raises:
         GuardError: for ``op``, shapes that do not broadcast (:func:`refuse_unbroadcastable`).
@@ -211,8 +227,9 @@ def _pair(a: Operand, b: Operand, op: str | None = None) -> tuple[Tensor, Tensor
     """
     if op is not None:
         tensor, other = (a, b) if isinstance(a, Tensor) else (b, a)
-        if isinstance(tensor, Tensor) and isinstance(other, np.ndarray):  # its shape is free to read
-            first, second = (tensor.shape, other.shape) if tensor is a else (other.shape, tensor.shape)
+        shape = declared_shape(other)
+        if isinstance(tensor, Tensor) and shape is not None:
+            first, second = (tensor.shape, shape) if tensor is a else (shape, tensor.shape)
             refuse_unbroadcastable(op, first, second)
     if isinstance(a, Tensor):
         return a, b if isinstance(b, Tensor) else _constant(b, a)

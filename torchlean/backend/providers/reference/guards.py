@@ -440,13 +440,25 @@ def check_hard_masked_softmax(x: object, mask: object, *, axis: object) -> int:
     op = "hard_masked_softmax"
     scores = _float_input(op, "scores x", x)  # review223 F6: the argument's name too
     allowed = check_canonical_layout(mask, op=op, name="mask", role="mask")
-    if _broadcast(op, [("scores", scores.shape), ("mask", allowed.shape)]) != scores.shape:
+    check_mask_shape(op, scores.shape, allowed.shape)
+    return _softmax_axis(op, scores, axis)
+
+
+def check_mask_shape(op: str, scores: Sequence[int], mask: Sequence[int]) -> None:
+    """Refuse a ``mask`` shape that does not broadcast *to* the ``scores`` shape (the shape rule of
+    :func:`check_hard_masked_softmax`, which the runtime also applies to array data before copying
+    it: a broadcast view declaring 2**40 entries was copied first, review240 F4).
+
+    Raises:
+        GuardError: ``shapes are not broadcastable: ...`` or ``mask ... does not broadcast to the
+            scores' shape ...``.
+    """
+    if _broadcast(op, [("scores", scores), ("mask", mask)]) != tuple(scores):
         raise _fail(
             op,
-            f"mask {_shape_text(allowed.shape)} does not broadcast to the scores' shape "
-            f"{_shape_text(scores.shape)} (accepted: a mask broadcastable to the scores)",
+            f"mask {_shape_text(mask)} does not broadcast to the scores' shape "
+            f"{_shape_text(scores)} (accepted: a mask broadcastable to the scores)",
         )
-    return _softmax_axis(op, scores, axis)
 
 
 # ----------------------------------------------------------------------------------- reductions
@@ -523,13 +535,24 @@ def check_mse_loss(a: object, b: object) -> Shape:
     left = _float_input(op, "prediction", a)
     right = _float_input(op, "target", b)
     _same_dtype(op, [("prediction", left), ("target", right)])
-    if left.shape != right.shape:
+    check_mse_shapes(left.shape, right.shape)
+    return ()
+
+
+def check_mse_shapes(prediction: Sequence[int], target: Sequence[int]) -> None:
+    """Refuse ``mse_loss`` operand shapes that differ (it does not broadcast): the shape rule of
+    :func:`check_mse_loss`, which the runtime also applies to array data before copying it
+    (review240 F4).
+
+    Raises:
+        GuardError: ``mse_loss: prediction (2, 3) and target (5,) differ (accepted: ...)``.
+    """
+    if tuple(prediction) != tuple(target):
         raise _fail(
-            op,
-            f"prediction {_shape_text(left.shape)} and target {_shape_text(right.shape)} differ "
+            "mse_loss",
+            f"prediction {_shape_text(prediction)} and target {_shape_text(target)} differ "
             "(accepted: equal shapes; mse_loss does not broadcast)",
         )
-    return ()
 
 
 # ---------------------------------------------------------------------------------------- views
