@@ -79,8 +79,12 @@ def resolve_links(path: str | Path) -> Path:
 
     Raises:
         OSError: ``ELOOP`` (``Too many levels of symbolic links``) for a loop of links, as opening
-            the path would; what ``realpath`` raises (a name too long).
+            the path would; ``EINVAL`` with :data:`NUL_IN_PATH` for a path with a NUL byte
+            (``realpath`` raised a bare ``ValueError``), so that callers catch one exception for
+            every unusable path; what ``realpath`` raises (a name too long).
     """
+    if "\0" in os.fsdecode(os.fspath(path)):
+        raise OSError(errno.EINVAL, NUL_IN_PATH, os.fsdecode(os.fspath(path)))
     real = Path(os.path.realpath(path))
     if real.is_symlink():
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fsdecode(os.fspath(path)))
@@ -95,13 +99,10 @@ def _target(path: Path) -> Path | None:
     that is not a regular one (a pipe, a device).
 
     Raises:
-        OSError: ``EINVAL`` with :data:`NUL_IN_PATH` for a path with a NUL byte (``os.path.realpath``
-            would raise a bare ``ValueError``), so that :func:`replace_file`'s and
-            :func:`check_replaceable`'s callers catch one exception for every unusable path;
-            ``ELOOP`` for a loop of links (:func:`resolve_links`).
+        OSError: as :func:`resolve_links` (a NUL byte, a loop of links), so that
+            :func:`replace_file`'s and :func:`check_replaceable`'s callers catch one exception for
+            every unusable path.
     """
-    if "\0" in os.fsdecode(os.fspath(path)):
-        raise OSError(errno.EINVAL, NUL_IN_PATH, os.fsdecode(os.fspath(path)))
     parts = Path(os.path.abspath(path)).parts
     if len(parts) > 1 and parts[1] in _STREAMS and os.path.islink(path):
         return None

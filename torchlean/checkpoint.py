@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean import _npz
-from torchlean._atomic import NUL_IN_PATH, replace_file, resolve_links, stream_sha256
+from torchlean._atomic import replace_file, resolve_links, stream_sha256
 from torchlean._cells import LISTED
 from torchlean._cells import names_listed as _listed
 from torchlean._checkpoint_capsules import CAPSULE_KEYS, CAPSULE_LABELS
@@ -1143,9 +1143,7 @@ def save(path: str | os.PathLike[str], checkpoint: Checkpoint) -> str:
             f"cannot write checkpoint {named}: it names a folder (a final /, . or ..); give a file path, as "
             "torchlean train --save takes it"
         )
-    if "\0" in given:  # review239 F11: os.path.realpath's bare ValueError
-        raise CheckpointError(f"cannot write checkpoint {named}: {NUL_IN_PATH}")
-    try:  # a name or path too long (ENAMETOOLONG), a loop of links: the system's reason (review239 F11)
+    try:  # a NUL byte, a name or path too long, a loop of links: the reason (review239 F11, review241 F10)
         file = resolve_links(given)  # through a symbolic link: the link keeps naming the checkpoint
         is_dir, exists, is_file = file.is_dir(), file.exists(), file.is_file()
     except OSError as error:

@@ -17,12 +17,12 @@ from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
 from torchlean._atomic import (
-    NUL_IN_PATH,
     check_name_fits,
     check_renamable_over,
     check_replaceable,
     check_temporary_path_fits,
     replace_file,
+    resolve_links,
     writes_in_place,
 )
 from torchlean._csv import STDIN_SHOWN
@@ -201,13 +201,12 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
     Raises:
         TorchLeanError: ``cannot write <what> <path>: <reason>`` — it is a directory, a parent is
             a file, it is not a regular file (``regular``), or the OS refuses (permissions,
-            read-only file system, a name too long); a path with a NUL byte (:data:`NUL_IN_PATH`),
-            which ``os.path.realpath`` met with a bare ``ValueError`` (review241 F5).
+            read-only file system, a name too long, a loop of links, a NUL byte:
+            :func:`torchlean._atomic.resolve_links`, review241 F5).
     """
-    if "\0" in os.fspath(path):
-        raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {NUL_IN_PATH}")
     try:  # Path.is_dir() and exists() raise what is not "no such file" (a name too long)
         is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
+        target = resolve_links(path)  # a symbolic link: probe the file it names, keep the link
     except OSError as error:
         raise TorchLeanError(f"cannot write {what} {shown_path(path)}: {error.strerror or error}") from None
     if is_dir:
@@ -221,7 +220,6 @@ def check_writable(path: Path, what: str, *, regular: bool = False) -> None:
         if not os.access(path, os.W_OK):  # not opened: opening a FIFO would block or end its reader
             raise TorchLeanError(f"cannot write {what} {shown_path(path)}: permission denied")
         return
-    target = Path(os.path.realpath(path))  # a symbolic link: probe the file it names, keep the link
     for folder in target.parents:
         if os.path.exists(folder):  # False for a name too long (the checks below report it)
             if not folder.is_dir():
