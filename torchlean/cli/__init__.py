@@ -324,6 +324,20 @@ error of a command that took them (``try smaller sizes (--hidden 4096, --batch-s
 ``(--mlp 4,8,1)``)."""
 
 
+ERROR_LINE_LIMIT = 2000
+"""The longest ``error:`` line a command prints for a refusal: a longer one (a name of 100 000
+characters read from a crafted checkpoint, review229 F2) is cut in the middle, keeping its start
+and its end (where the accepted values are named)."""
+
+
+def _error_line(line: str) -> str:
+    """``line`` cut to about :data:`ERROR_LINE_LIMIT` characters when longer: its first 1400 and
+    last 400 characters around ``... (N characters left out) ...``."""
+    if len(line) <= ERROR_LINE_LIMIT:
+        return line
+    return f"{line[:1400]} ... ({len(line) - 1800} characters left out) ... {line[-400:]}"
+
+
 def _shown_size(value: object) -> str:
     """A size option's value as typed: a list of widths comma-joined (``--mlp 4,8,1``)."""
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -472,7 +486,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return func(args)
     except MemoryError as error:  # before TorchLeanError: a KernelMemoryError is both
         if isinstance(error, DataMemoryError):  # the data's size, not the model's (review103 F2)
-            print(f"error: {cli_spelling(str(error))}", file=sys.stderr)
+            print(f"error: {_error_line(cli_spelling(str(error)))}", file=sys.stderr)
             return 2
         text = str(error) or "allocation failed"  # Python's own MemoryError carries no text
         sizes = [f"--{dest.replace('_', '-')} {_shown_size(getattr(args, dest))}" for dest in _SIZE_OPTIONS
@@ -493,7 +507,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     except TorchLeanError as error:  # the data layer's hints, worded for the CLI (--task regression)
         for line in cli_spelling(str(error)).splitlines() or [type(error).__name__]:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {_error_line(line)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (``torchlean graph | head``): stop quietly, as other CLIs do
