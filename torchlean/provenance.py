@@ -40,8 +40,7 @@ from torchlean.backend import profiles, report
 from torchlean.backend.capsule import admissible
 from torchlean.backend.display import path_shown
 from torchlean.backend.errors import TorchLeanError
-from torchlean.backend.fields import BackendTypeError, describe
-from torchlean.backend.planner import ordered_items
+from torchlean.backend.fields import BackendTypeError, describe, ordered_items
 from torchlean.backend.vocabulary import Device, Provider
 
 __all__ = [

@@ -575,8 +575,9 @@ def test_module_level_planner_functions_take_labels() -> None:
     ("arguments", "message"),
     [
         ((None, "relu", [RELU]), "policy must be a KernelPolicy, got None (NoneType)"),
-        ((POLICY, "relu", None), "capsules must be an iterable of KernelCapsule, got None (NoneType)"),
-        ((POLICY, "relu", "relu"), "capsules must be an iterable of KernelCapsule, got 'relu' (str)"),
+        ((POLICY, "relu", None),
+         "capsules must be an ordered iterable of KernelCapsule, got None (NoneType)"),
+        ((POLICY, "relu", "relu"), "capsules must be an ordered iterable of KernelCapsule, got 'relu' (str)"),
         ((POLICY, "relu", [RELU, 1]), "capsules[1] must be a KernelCapsule, got 1 (int)"),
         ((POLICY, None, [RELU]), f"op must be a BackendOp or one of its labels ({OPS}), got None (NoneType)"),
     ],

@@ -16,8 +16,7 @@ import torch
 from torchlean import provenance
 from torchlean.backend import profiles
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
-from torchlean.backend.fields import BackendTypeError, BackendValueError
-from torchlean.backend.planner import MOST_ITEMS, ordered_items
+from torchlean.backend.fields import MOST_ITEMS, BackendTypeError, BackendValueError, ordered_items
 
 HUGE = np.broadcast_to(np.int64(1), (2**40,))  # 8 bytes of memory, 2**40 entries
 HUGE_OPS = np.broadcast_to(np.str_("relu"), (2**40,))  # each entry a valid op label

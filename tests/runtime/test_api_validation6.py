@@ -30,7 +30,7 @@ from torchlean import nn, spec
 from torchlean.backend import profiles
 from torchlean.backend.acceptance import GroupIndexError, accepted_kernel_of_group
 from torchlean.backend.errors import GuardError, TorchLeanError
-from torchlean.backend.fields import BackendTypeError
+from torchlean.backend.fields import BackendTypeError, BackendValueError
 from torchlean.backend.planner import explain_op, plan_op, plan_ops
 from torchlean.backend.providers.reference import spatial_guards
 from torchlean.nn.lowering import lower_model
@@ -332,8 +332,14 @@ def test_planner_refuses_a_registry_entry_that_is_not_a_capsule() -> None:
         plan_ops(policy, [1], ["relu"])  # type: ignore[list-item]
     with pytest.raises(BackendTypeError, match=r"^registry\[1\] must be a KernelCapsule"):
         plan_op(policy, [profile.registry()[0], "relu"], "relu")  # type: ignore[list-item]
-    with pytest.raises(BackendTypeError, match=r"^registry must be an iterable of KernelCapsule"):
+    with pytest.raises(BackendTypeError, match=r"^registry must be an ordered iterable of KernelCapsule"):
         plan_op(policy, None, "relu")  # type: ignore[arg-type]
+    zero_d = r"^registry must be an ordered iterable of KernelCapsule, got array\(1\) \(ndarray\) \(a 0-d"
+    with pytest.raises(BackendTypeError, match=zero_d):  # numpy's "iteration over a 0-d array" before
+        plan_op(policy, np.array(1), "relu")  # type: ignore[arg-type]
+    huge = r"^registry must have at most 16777216 entries, got 1099511627776: "
+    with pytest.raises(BackendValueError, match=huge):  # listed in full into a MemoryError before
+        plan_op(policy, np.broadcast_to(np.int64(1), (2**40,)), "relu")  # type: ignore[arg-type]
     with pytest.raises(BackendTypeError, match=r"^policy must be a KernelPolicy"):
         explain_op(None, profile.availability, profile.registry(), "relu")  # type: ignore[arg-type]
 

@@ -14,8 +14,9 @@ This module depends only on :mod:`torchlean.backend.errors` and :mod:`~torchlean
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from typing import TypeVar
 
 from torchlean.backend.errors import TorchLeanError, UnknownLabelError
@@ -221,30 +222,79 @@ def unordered_refusal(value: object, what: str, accepted: str, why: str) -> str 
     return None
 
 
+MOST_ITEMS = 2**24
+"""The most entries :func:`ordered_items` reads from one list argument (ops to plan, capsule
+modules, a command line's words): far more than any such list holds, and few enough that a
+stride-0 numpy view of 2**40 entries (8 bytes of memory) or an endless generator is refused at
+once (review239 F2) rather than iterated for hours or copied into a ``MemoryError``."""
+
+
+def ordered_items(
+    value: object, what: str, accepted: str, why: str | None, limit: int = MOST_ITEMS
+) -> tuple[object, ...]:
+    """The entries of ``value``, an ordered iterable argument (a list, a tuple, a 1-d array, a
+    generator), as a tuple of at most ``limit``, unchecked: each caller checks their type. ``what``
+    names the argument (``with_capsule_modules: modules``), ``accepted`` what it takes (``an ordered
+    iterable of CapsuleModule``), ``why`` why the order matters (None: it does not, and a set is
+    taken).
+
+    Raises:
+        BackendTypeError: a string or bytes, a 0-d numpy array or torch tensor (review239 F4:
+            numpy's and torch's ``iteration over a 0-d array``), another value that is not iterable,
+            or a set or a mapping (:func:`unordered_refusal`, unless ``why`` is None), naming
+            ``what``, the value and its type.
+        BackendValueError: more than ``limit`` entries, by ``len()`` where the value has one (read
+            before any entry: an array's is free), else once ``limit + 1`` have been read.
+    """
+    zero_d = getattr(value, "ndim", 1) == 0  # numpy and torch: Iterable, but iter() raises
+    if isinstance(value, str | bytes) or zero_d or not isinstance(value, Iterable):
+        why_not = " (a 0-d array or tensor holds one value, not a sequence)" if zero_d else ""
+        raise BackendTypeError(f"{what} must be {accepted}, got {describe(value)}{why_not}")
+    unordered = None if why is None else unordered_refusal(value, what, accepted, why)
+    if unordered is not None:
+        raise BackendTypeError(unordered)
+
+    def too_many(count: str) -> BackendValueError:
+        return BackendValueError(
+            f"{what} must have at most {limit} entries, got {count}: {describe(value)} (accepted: {accepted})"
+        )
+
+    if isinstance(value, Sized):
+        try:
+            count = len(value)
+        except Exception:  # a __len__ that raises: the bounded read below still stops in time
+            count = None
+        if isinstance(count, int) and count > limit:
+            raise too_many(str(count))
+    items = tuple(itertools.islice(value, limit + 1))
+    if len(items) > limit:
+        raise too_many("more")
+    return items
+
+
 def iterable_argument(
     value: object, cls: type[T], what: str, why: str | None = "their order decides which capsule is selected"
 ) -> tuple[T, ...]:
     """``value`` (any iterable but a string or bytes, a generator included) as a tuple whose items
-    are all ``cls`` instances (an API argument: a registry of capsules, a list of modules).
+    are all ``cls`` instances (an API argument: a registry of capsules, a list of modules), read by
+    :func:`ordered_items` (at most :data:`MOST_ITEMS`).
 
     Raises:
-        BackendTypeError: a string, bytes or a non-iterable (``registry must be an iterable of
-            KernelCapsule, got None (NoneType)``), a set or a mapping (``why`` their order
-            matters: :func:`unordered_refusal`; ``why`` None: order does not matter), or the
-            first item that is not a ``cls`` (``registry[0] must be a KernelCapsule, got 1 (int)``).
+        BackendTypeError: a string, bytes, a 0-d array or a non-iterable (``registry must be an
+            ordered iterable of KernelCapsule, got None (NoneType)``; ``an iterable`` where ``why``
+            is None), a set or a mapping (``why`` their order matters: :func:`unordered_refusal`;
+            ``why`` None: order does not matter), or the first item that is not a ``cls``
+            (``registry[0] must be a KernelCapsule, got 1 (int)``).
+        BackendValueError: more than :data:`MOST_ITEMS` items (a stride-0 view of 2**40).
     """
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        raise BackendTypeError(f"{what} must be an iterable of {cls.__name__}, got {describe(value)}")
-    unordered = None if why is None else unordered_refusal(
-        value, what, f"an ordered iterable of {cls.__name__}", why
-    )
-    if unordered is not None:
-        raise BackendTypeError(unordered)
-    items = tuple(value)
+    accepted = f"an iterable of {cls.__name__}" if why is None else f"an ordered iterable of {cls.__name__}"
+    items = ordered_items(value, what, accepted, why)
+    checked: list[T] = []
     for index, item in enumerate(items):
         if not isinstance(item, cls):
             raise BackendTypeError(f"{what}[{index}] must be {_a(cls.__name__)}, got {describe(item)}")
-    return items
+        checked.append(item)
+    return tuple(checked)
 
 
 def bool_field(record: object, name: str) -> None:

@@ -8,8 +8,7 @@ missing op, one message each (DESIGN.md §1.8).
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence, Sized
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torchlean.backend.audit import ContractCheck, KernelAudit, KernelPlanAudit
@@ -24,15 +23,13 @@ from torchlean.backend.capsule import (
 from torchlean.backend.errors import PlanningError
 from torchlean.backend.fields import (
     BackendTypeError,
-    BackendValueError,
-    describe,
     enum_field,
     instance_argument,
     instance_field,
     iterable_argument,
+    ordered_items,
     parse_member,
     tuple_field,
-    unordered_refusal,
 )
 from torchlean.backend.policy import AssurancePolicy, KernelPolicy
 from torchlean.backend.vocabulary import BackendOp
@@ -50,54 +47,6 @@ __all__ = [
     "requested_op",
     "requested_ops",
 ]
-
-MOST_ITEMS = 2**24
-"""The most entries :func:`ordered_items` reads from one list argument (ops to plan, capsule
-modules, a command line's words): far more than any such list holds, and few enough that a
-stride-0 numpy view of 2**40 entries (8 bytes of memory) or an endless generator is refused at
-once (review239 F2) rather than iterated for hours or copied into a ``MemoryError``."""
-
-
-def ordered_items(
-    value: object, what: str, accepted: str, why: str, limit: int = MOST_ITEMS
-) -> tuple[object, ...]:
-    """The entries of ``value``, an ordered iterable argument (a list, a tuple, a 1-d array, a
-    generator), as a tuple of at most ``limit``, unchecked: each caller checks their type. ``what``
-    names the argument (``with_capsule_modules: modules``), ``accepted`` what it takes (``an ordered
-    iterable of CapsuleModule``), ``why`` why the order matters.
-
-    Raises:
-        BackendTypeError: a string or bytes, a 0-d numpy array or torch tensor (review239 F4:
-            numpy's and torch's ``iteration over a 0-d array``), another value that is not iterable,
-            or a set or a mapping (:func:`~torchlean.backend.fields.unordered_refusal`), naming
-            ``what``, the value and its type.
-        BackendValueError: more than ``limit`` entries, by ``len()`` where the value has one (read
-            before any entry: an array's is free), else once ``limit + 1`` have been read.
-    """
-    zero_d = getattr(value, "ndim", 1) == 0  # numpy and torch: Iterable, but iter() raises
-    if isinstance(value, str | bytes) or zero_d or not isinstance(value, Iterable):
-        why_not = " (a 0-d array or tensor holds one value, not a sequence)" if zero_d else ""
-        raise BackendTypeError(f"{what} must be {accepted}, got {describe(value)}{why_not}")
-    unordered = unordered_refusal(value, what, accepted, why)
-    if unordered is not None:
-        raise BackendTypeError(unordered)
-    def too_many(count: str) -> BackendValueError:
-        return BackendValueError(
-            f"{what} must have at most {limit} entries, got {count}: {describe(value)} (accepted: {accepted})"
-        )
-
-    if isinstance(value, Sized):
-        try:
-            count = len(value)
-        except Exception:  # a __len__ that raises: the bounded read below still stops in time
-            count = None
-        if isinstance(count, int) and count > limit:
-            raise too_many(str(count))
-    items = tuple(itertools.islice(value, limit + 1))
-    if len(items) > limit:
-        raise too_many("more")
-    return items
-
 
 @dataclass(frozen=True, slots=True)
 class PlannedKernel:

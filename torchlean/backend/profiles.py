@@ -37,6 +37,7 @@ from torchlean.backend.fields import (
     BackendTypeError,
     describe,
     instance_field,
+    iterable_argument,
     name_field,
     parse_member,
     tuple_field,
@@ -47,7 +48,6 @@ from torchlean.backend.planner import (
     KernelPlan,
     PlannedKernel,
     explain_op,
-    ordered_items,
     plan_ops_available,
     policy_verdict,
     requested_op,
@@ -156,8 +156,8 @@ class BackendProfile:
                 order decides selection: review168 F1), a 0-d array or tensor, or not iterable, or
                 an entry is not a :class:`CapsuleModule` (a module's own entries are checked when it
                 is built).
-            BackendValueError: more than :data:`~torchlean.backend.planner.MOST_ITEMS` modules
-                (:func:`~torchlean.backend.planner.ordered_items`: a stride-0 view of 2**40 entries
+            BackendValueError: more than :data:`~torchlean.backend.fields.MOST_ITEMS` modules
+                (:func:`~torchlean.backend.fields.ordered_items`: a stride-0 view of 2**40 entries
                 is refused by its length, review239 F2).
             RegistryError: a runtime guard name that does not resolve to a callable
                 (:func:`torchlean.backend.registry.check_guards`); a capsule named like a shipped
@@ -171,16 +171,7 @@ class BackendProfile:
             )
         if isinstance(modules, str) or not isinstance(modules, Iterable):
             raise BackendTypeError(f"with_capsule_modules expects {accepted}, got {describe(modules)}")
-        items = ordered_items(modules, "with_capsule_modules: modules", f"an ordered {accepted[3:]}",
-                              "their order decides which capsule is selected")
-        checked: list[CapsuleModule] = []
-        for index, module in enumerate(items):
-            if not isinstance(module, CapsuleModule):
-                raise BackendTypeError(
-                    f"with_capsule_modules: modules[{index}] must be a CapsuleModule, got {describe(module)}"
-                )
-            checked.append(module)
-        new = tuple(checked)
+        new = iterable_argument(modules, CapsuleModule, "with_capsule_modules: modules")
         new_names = {module.name for module in new}
         kept = tuple(module for module in self.capsule_modules if module.name not in new_names)
         return dataclasses.replace(self, capsule_modules=new + kept)
