@@ -1540,36 +1540,32 @@ def _traced_peak(call: Callable[[], _T]) -> tuple[_T, int]:
         tracemalloc.stop()
 
 
-def test_conv_and_conv_transpose_memory_does_not_grow_with_the_padding() -> None:
+@pytest.mark.parametrize(
+    ("op", "keywords", "out_extent"),
+    [
+        ("conv", {"stride": 2**23, "padding": 2**24}, 5),  # (3 + 2*2**24 - 2) // 2**23 + 1
+        # (3 - 1)*2**24 - 2*(2**24 - 1) + 1*(2 - 1) + 0 + 1
+        ("conv_transpose", {"stride": 2**24, "padding": 2**24 - 1}, 4),
+    ],
+)
+def test_conv_and_conv_transpose_memory_does_not_grow_with_the_padding(
+    op: str, keywords: dict[str, int], out_extent: int
+) -> None:
     """The padded input (conv, its VJP) and the padded canvas (conv_transpose, its VJP) were built
-    in full: a padding of 2**30 on a 3-element input took 16 GiB. A padding of 2**24 here (128 MiB
-    of float64 when built) stays under 1 MiB; the values are torch's (float64 forward and
+    in full: a padding of 2**30 on a 3-element input took 16 GiB. A padding of about 2**24 here
+    (128 MiB of float64 when built) stays under 1 MiB; the values are torch's (float64 forward and
     autograd)."""
-    pad = 2**24
     x, w = np.arange(1.0, 4.0).reshape(1, 1, 3), np.array([[[2.0, -1.0]]])
-    conv_keywords = {"stride": 2**23, "padding": pad}
     xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    want = F.conv1d(xt, wt, **conv_keywords)
-    g = np.arange(1.0, want.shape[-1] + 1).reshape(tuple(want.shape))
+    want = (F.conv1d if op == "conv" else F.conv_transpose1d)(xt, wt, **keywords)
+    assert want.shape == (1, 1, out_extent)
+    g = np.arange(1.0, out_extent + 1).reshape(1, 1, out_extent)
     want_dx, want_dw = torch.autograd.grad(want, (xt, wt), torch.from_numpy(g))
-    got, peak = _traced_peak(lambda: S.conv(x, w, **conv_keywords))
+    forward, vjp = getattr(S, op), getattr(S, f"{op}_vjp")
+    got, peak = _traced_peak(lambda: forward(x, w, **keywords))
     assert peak < 2**20
     assert_array_equal(got, want.detach().numpy())
-    (dx, dw, _), peak = _traced_peak(lambda: S.conv_vjp(g, x, w, out=got, **conv_keywords))
-    assert peak < 2**20
-    assert_array_equal(dx, want_dx.numpy())
-    assert_array_equal(dw, want_dw.numpy())
-
-    # output extent (3 - 1)*2**24 - 2*(2**24 - 1) + 1*(2 - 1) + 0 + 1 = 4
-    transpose_keywords = {"stride": 2**24, "padding": pad - 1}
-    want = F.conv_transpose1d(xt, wt, **transpose_keywords)
-    assert want.shape == (1, 1, 4)
-    g = np.arange(1.0, 5.0).reshape(1, 1, 4)
-    want_dx, want_dw = torch.autograd.grad(want, (xt, wt), torch.from_numpy(g))
-    got, peak = _traced_peak(lambda: S.conv_transpose(x, w, **transpose_keywords))
-    assert peak < 2**20
-    assert_array_equal(got, want.detach().numpy())
-    (dx, dw, _), peak = _traced_peak(lambda: S.conv_transpose_vjp(g, x, w, out=got, **transpose_keywords))
+    (dx, dw, _), peak = _traced_peak(lambda: vjp(g, x, w, out=got, **keywords))
     assert peak < 2**20
     assert_array_equal(dx, want_dx.numpy())
     assert_array_equal(dw, want_dw.numpy())
