@@ -1569,3 +1569,57 @@ def test_conv_and_conv_transpose_memory_does_not_grow_with_the_padding(
     assert peak < 2**20
     assert_array_equal(dx, want_dx.numpy())
     assert_array_equal(dw, want_dw.numpy())
+
+
+@pytest.mark.parametrize(
+    ("op", "keywords"),
+    [("conv", {"padding": 2**40}), ("conv_transpose", {"dilation": 2**30 - 1})],
+)
+def test_an_empty_batch_whose_output_numpy_cannot_lay_out_is_a_guard_error(
+    op: str, keywords: dict[str, int]
+) -> None:
+    """review242 F3: the element count of an empty batch is 0, which the int64 count passed, and then
+    numpy's bare ``ValueError: array is too big`` came from the kernel; the native CUDA guard refuses
+    such a shape, so both CPU providers now do too (torch returns an empty tensor)."""
+    x, w = np.zeros((0, 1, 1, 1, 1)), np.ones((1, 1, 3, 3, 3))
+    for profile in ("checked_cpu", "fast_cpu"):
+        with tl.session(profile=profile), pytest.raises(GuardError) as caught:
+            getattr(tl, op)(tl.tensor(x), tl.tensor(w), **keywords)
+        assert re.match(
+            rf"^{op}: output shape \(0, 1, (\d+), \1, \1\) of 8-byte elements spans \d+ bytes .* which "
+            r"overflows int64 \(accepted: at most 9223372036854775807 bytes\)$",
+            str(caught.value),
+        ), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "keywords"),
+    [
+        ((0, 2, 0), (2, 1, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}),
+        ((0, 2, 0), (2, 2, 1),
+         {"stride": 2, "padding": 3, "output_padding": 25, "dilation": 32, "groups": 2}),
+        ((0, 6, 0, 5), (6, 2, 1, 1),
+         {"stride": (3, 2), "padding": (4, 3), "output_padding": (56, 0), "dilation": (64, 3), "groups": 3}),
+    ],
+)
+def test_conv_transpose_of_an_empty_batch_with_empty_axes_is_torchs(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], keywords: dict[str, Any]
+) -> None:
+    """An empty batch whose spatial axes are empty too raised numpy's ``ValueError`` from the padded
+    canvas's crop when the padding exceeded the output (found by review242); it now gives torch's
+    shape, and torch's dw (zeros) and db (zeros) from float64 autograd."""
+    rng = np.random.default_rng(0)
+    x, w = np.zeros(x_shape), rng.standard_normal(w_shape)
+    b = rng.standard_normal(w_shape[1] * keywords["groups"])
+    out = S.conv_transpose(x, w, b, **keywords)
+    fn = F.conv_transpose1d if len(x_shape) == 3 else F.conv_transpose2d
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    want = fn(xt, wt, bt, **keywords)
+    assert out.shape == tuple(want.shape)
+    g = np.zeros(out.shape)
+    dx, dw, db = S.conv_transpose_vjp(g, x, w, b, out=out, **keywords)
+    want_dx, want_dw, want_db = torch.autograd.grad(want, (xt, wt, bt), torch.from_numpy(g))
+    assert dx.shape == x_shape
+    assert_array_equal(dx, want_dx.numpy())
+    assert_array_equal(dw, want_dw.numpy())
+    assert_array_equal(db, want_db.numpy())

@@ -48,7 +48,7 @@ import numpy as np
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference import guards as reference_guards
 from torchlean.backend.providers.reference._fold import Array
-from torchlean.backend.providers.reference.guards import check_numel
+from torchlean.backend.providers.reference.guards import check_layout_size, check_numel
 
 IntOrTuple = int | Sequence[int]
 """A window parameter: one int for every spatial axis, or one int per spatial axis."""
@@ -474,7 +474,7 @@ def check_conv(
     fault = conv_span_fault(xs.shape[0], window.input, window.kernel, window.padding, window.dilation)
     if fault is not None:
         raise _fail(op, fault)
-    check_numel(op, (xs.shape[0], c_out, *window.output), "output shape")
+    _check_output(op, (xs.shape[0], c_out, *window.output), xs.dtype.itemsize)
     return window
 
 
@@ -543,8 +543,17 @@ def check_conv_transpose(
             )
         output.append(size)
     window = Window(kernel, stride_t, padding_t, dilation_t, tuple(output), tuple(xs.shape[2:]))
-    check_numel(op, (xs.shape[0], c_out, *window.input), "output shape")
+    _check_output(op, (xs.shape[0], c_out, *window.input), xs.dtype.itemsize)
     return window
+
+
+def _check_output(op: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """Refuse a convolution's output shape whose element count overflows int64, or that numpy
+    cannot lay out: an empty batch (0 elements) with extents whose product passes int64 bytes
+    (numpy's bare "array is too big"; torch returns an empty tensor, the native CUDA guard
+    refuses it too, review242 F3)."""
+    check_numel(op, shape, "output shape")
+    check_layout_size(op, shape, "output shape", itemsize)
 
 
 def _pool(
