@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import reprlib
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
@@ -154,12 +155,39 @@ def shown_safely(value: object) -> str:
         return f"a {type(value).__name__}"
 
 
+class _BoundedRepr(reprlib.Repr):
+    """``reprlib.Repr`` naming a long integer by its size (:func:`shown`): ``repr`` refuses one of
+    more than 4300 digits."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        return shown(x)
+
+
+def _bounded_repr(limit: int) -> reprlib.Repr:
+    """A ``reprlib.Repr`` that shows at most 8 entries of a container, 4 levels deep, and cuts
+    other reprs to ``limit`` characters: the repr of a list numpy refused is read in bounded time
+    (``[[...] * 10] * 10`` nested 9 deep is 10**9 numbers, a few hundred bytes: its full repr took
+    minutes, review242 F1)."""
+    bounded = _BoundedRepr()
+    bounded.maxlevel = 4
+    bounded.maxlist = bounded.maxtuple = bounded.maxdict = bounded.maxset = bounded.maxfrozenset = 8
+    bounded.maxdeque = bounded.maxarray = 8
+    bounded.maxstring = bounded.maxother = bounded.maxlong = limit
+    return bounded
+
+
 def shown_briefly(value: object, limit: int = 60) -> str:
-    """:func:`shown` of ``value`` on one line (a line break in it written ``\\n``), cut to ``limit``
-    characters (``...`` marks the cut); ``a <type> object`` when its ``repr`` raises (review126
+    """:func:`shown` of ``value`` on one line (numpy's line breaks and their indent read as one
+    space, a carriage return written ``\\r``), cut to ``limit`` characters (``...`` marks the
+    cut); a list, tuple, mapping or set shown by its first entries (``[1.0, 1.0, ...]``, 4 levels
+    deep at most: :func:`_bounded_repr`); ``a <type> object`` when its ``repr`` raises (review126
     F1: the refusal naming it must not become that exception)."""
     try:
-        text = shown(value).replace("\r", "\\r").replace("\n", "\\n")
+        if isinstance(value, list | tuple | dict | set | frozenset):
+            text = _bounded_repr(limit).repr(value)
+        else:
+            text = shown(value)
+        text = re.sub(r"\n\s*", " ", text).replace("\r", "\\r")
     except Exception:  # a user class's __repr__ may raise anything
         return f"a {type(value).__qualname__} object"
     return text if len(text) <= limit else text[: limit - 3] + "..."

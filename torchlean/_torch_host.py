@@ -6,6 +6,7 @@ a tensor in their own words (review239 F5: torch's ``RuntimeError`` or ``TypeErr
 from __future__ import annotations
 
 import sys
+from collections import deque
 from typing import Any
 
 __all__ = ["is_torch_tensor", "numpy_readable", "torch_refusal", "unreadable_element"]
@@ -49,25 +50,40 @@ def _foreign_dtype(t: Any) -> bool:
     )
 
 
+_MOST_VISITED = 100_000
+"""The most list entries :func:`unreadable_element` looks at: numpy's refusal is immediate, and a
+walk of every entry of a long (or deeply shared: ``[[...] * 10] * 10`` nested 9 deep is 10**9
+numbers in a few hundred bytes) list would make the refusal slow (review242 F1)."""
+
+
 def unreadable_element(value: object, name: str) -> str | None:
     """Why numpy cannot read a torch tensor held in the nested lists and tuples ``value`` (it
     requires grad, has no values, or has a dtype numpy lacks), naming its position as
-    ``<name>: element [i][j]``, else None. Called once ``np.asarray(value)`` has failed, where
-    numpy and torch name neither the element nor the way out (review241 F8)."""
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, at = stack.pop()
-        if is_torch_tensor(item):
-            where = f"{name}: element {at}"
-            refusal = torch_refusal(where, item)
-            if refusal is not None:
-                return refusal
-            if _foreign_dtype(item):
-                return (f"{where} is a torch tensor of dtype {item.dtype}, which numpy has no dtype for: "
-                        "pass t.double() (accepted: a numpy array or a CPU torch tensor of a dtype numpy "
-                        "has)")
-        elif isinstance(item, list | tuple) and at.count("[") < 64:  # numpy reads at most 64 levels
-            stack.extend((entry, f"{at}[{i}]") for i, entry in reversed(list(enumerate(item))))
+    ``<name>: element [i][j]``, else None (also when none is found among the first
+    :data:`_MOST_VISITED` entries, read level by level, so a tensor near the top is found first).
+    Called once ``np.asarray(value)`` has failed, where numpy and torch name neither the element
+    nor the way out (review241 F8)."""
+    if not isinstance(value, list | tuple):
+        return None
+    pending: deque[tuple[list[Any] | tuple[Any, ...], tuple[int, ...]]] = deque([(value, ())])
+    visited = 0
+    while pending:
+        container, path = pending.popleft()
+        for index, item in enumerate(container):
+            visited += 1
+            if visited > _MOST_VISITED:
+                return None
+            if is_torch_tensor(item):
+                where = f"{name}: element {''.join(f'[{i}]' for i in (*path, index))}"
+                refusal = torch_refusal(where, item)
+                if refusal is not None:
+                    return refusal
+                if _foreign_dtype(item):
+                    return (f"{where} is a torch tensor of dtype {item.dtype}, which numpy has no dtype for: "
+                            "pass t.double() (accepted: a numpy array or a CPU torch tensor of a dtype "
+                            "numpy has)")
+            elif isinstance(item, list | tuple) and len(path) < 63:  # numpy reads at most 64 levels
+                pending.append((item, (*path, index)))
     return None
 
 

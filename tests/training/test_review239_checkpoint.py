@@ -105,8 +105,8 @@ def test_checkpoint_dtype_still_takes_numpy_spellings(saved: Checkpoint) -> None
 @pytest.mark.parametrize(("value", "shown"), [
     (np.array(["classification", "x"]), "array(['classification', 'x'], dtype='<U14') of type ndarray"),
     (np.array("classification"), "array('classification', dtype='<U14') of type ndarray"),  # was stored
-    (np.broadcast_to(np.str_("a"), (2**40,)),  # one line, cut at 60 characters
-     "array(['a', 'a', 'a', ..., 'a', 'a', 'a'],\\n      shape=(... of type ndarray"),
+    (np.broadcast_to(np.str_("a"), (2**40,)),  # one line (numpy's line break folded), cut at 60 characters
+     "array(['a', 'a', 'a', ..., 'a', 'a', 'a'], shape=(1099511... of type ndarray"),
     (None, "None of type NoneType"),
 ])
 def test_checkpoint_task_is_type_checked_first(saved: Checkpoint, value: object, shown: str) -> None:

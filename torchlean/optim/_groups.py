@@ -311,9 +311,17 @@ def betas_pair(betas: object) -> tuple[Any, Any]:
     if not isinstance(values, tuple | list) or len(values) != 2:
         raise OptimizerError(
             "optimizer: betas must be a pair (beta1, beta2), as torch's: a tuple, list or 1-d array of two "
-            f"numbers, got {shown_briefly(betas, 100)}"  # room for a long array's shape (review241 F7)
+            f"numbers, got {_shown_pair(betas)}"
         )
     return values[0], values[1]
+
+
+def _shown_pair(betas: object) -> str:
+    """``betas`` as a refusal shows it: an array by its shape and dtype, which its repr may not
+    reach within a line (a 2-d view of 2**40 entries, review241 F7, review242 F7)."""
+    if isinstance(betas, np.ndarray):
+        return f"an array of shape {betas.shape} ({betas.dtype}): {shown_briefly(betas)}"
+    return shown_briefly(betas)
 
 
 def _check_selector(match: Callable[..., object]) -> None:
