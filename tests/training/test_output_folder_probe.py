@@ -390,21 +390,27 @@ def test_an_unmapped_owner_is_not_acted_for_in_a_user_namespace(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "option"),
     [
-        [*_TRAIN, "--save", "a\0b"],
-        [*_TRAIN, "--report-json", "a\0b"],
-        ["attention-check", "--json", "a\0b"],
+        ([*_TRAIN, "--save", "a\0b"], "--save"),
+        ([*_TRAIN, "--report-json", "a\0b"], "--report-json"),
+        (["attention-check", "--json", "a\0b"], "--json"),
+        (["predict", "m.npz", "--dataset", "iris", "--output", "a\0b"], "--output"),
+        (["predict", "m.npz", "--dataset", "iris", "--report-json", "a\0b"], "--report-json"),
+        (["inspect", "m.npz", "--report-json", "a\0b"], "--report-json"),
+        (["predict", "a\0b", "--dataset", "iris"], "CHECKPOINT"),
     ],
 )
-def test_an_output_path_with_a_nul_byte_is_refused_by_name_in_process(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+def test_a_path_with_a_nul_byte_is_refused_by_name_in_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+    option: str
 ) -> None:
-    """review241 F5: ``cli.main`` with a NUL in an output path (no shell can pass one; a Python
-    caller can) raised ``os.path.realpath``'s bare ``ValueError: embedded null byte``."""
+    """review241 F5, review242 F2: ``cli.main`` with a NUL in a path (no shell can pass one; a Python
+    caller can) raised ``os.path.realpath``'s (or ``Path.resolve``'s) bare ``ValueError: embedded
+    null byte``; every file option refuses it as it is parsed."""
     monkeypatch.chdir(tmp_path)
-    option = argv[-2]
     assert cli(capsys, *argv) == (
-        2, "", f"error: cannot write {option} $'a\\x00b': the path holds a NUL byte, which no file name can\n"
+        2, "", f"error: argument {option}: expected a file path, got $'a\\x00b': the path holds a NUL byte, "
+        "which no file name can\n"
     )
     assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,7 @@ from pathlib import Path, PosixPath, WindowsPath
 from typing import IO, Any
 
 from torchlean._atomic import (
+    NUL_IN_PATH,
     check_name_fits,
     check_renamable_over,
     check_replaceable,
@@ -115,9 +116,13 @@ def output_path(text: str) -> Path:
 def _refuse_non_file(text: str) -> None:
     """Refuse the empty string and a path that names a folder by its spelling: one ending in ``/``,
     ``/.`` or ``/..``, or ``.`` or ``..`` itself (``Path`` would silently turn ``out/`` and
-    ``out/.`` into the file name ``out``)."""
+    ``out/.`` into the file name ``out``), and a path holding a NUL byte, which no file name can
+    (``os.path.realpath`` and ``Path.resolve`` raised a bare ``ValueError`` from the checks that
+    follow, review241 F5, review242 F2)."""
     if text == "":
         raise argparse.ArgumentTypeError("expected a file path, got ''")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"expected a file path, got {path_shown(text)}: {NUL_IN_PATH}")
     if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
         raise argparse.ArgumentTypeError(f"expected a file path, got {text!r} (it names a folder)")
     _refuse_unexpanded_home(text)
