@@ -9,7 +9,9 @@ import sys
 from collections import deque
 from typing import Any
 
-__all__ = ["is_torch_tensor", "numpy_readable", "torch_refusal", "unreadable_element"]
+import numpy as np
+
+__all__ = ["declared_shape", "is_torch_tensor", "numpy_readable", "torch_refusal", "unreadable_element"]
 
 _ACCEPTED = "a numpy array or a CPU torch tensor that does not require grad"
 
@@ -20,6 +22,22 @@ def is_torch_tensor(value: object) -> bool:
     ``sys.modules`` before it has ``Tensor`` (review77 F1); no torch tensor exists yet then."""
     tensor_class = getattr(sys.modules.get("torch"), "Tensor", None)
     return isinstance(tensor_class, type) and isinstance(value, tensor_class)
+
+
+def declared_shape(value: object) -> tuple[int, ...] | None:
+    """The shape of array data whose shape is free to read before it is copied (a numpy array, a
+    torch tensor; a broadcast view may declare far more entries than memory holds), else None
+    (lists, numbers, a nested torch tensor, which has no one shape)."""
+    if isinstance(value, np.ndarray):
+        shape: tuple[int, ...] = value.shape
+        return shape
+    if is_torch_tensor(value):
+        torch_value: Any = value
+        try:
+            return tuple(int(extent) for extent in torch_value.shape)
+        except RuntimeError:  # a nested tensor
+            return None
+    return None
 
 
 def torch_refusal(name: str, t: Any) -> str | None:

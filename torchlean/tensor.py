@@ -128,6 +128,7 @@ from torchlean._tensor_errors import (
 from torchlean._tensor_errors import _preview as _preview
 from torchlean._tensor_hints import _TORCH_METHOD_HINTS as _TORCH_METHOD_HINTS
 from torchlean._tensor_hints import OPERATOR_HINTS
+from torchlean._torch_host import declared_shape
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled
 from torchlean.autograd.storage import Storage
@@ -281,6 +282,11 @@ handler running inside the accumulation) takes it again rather than waiting for 
 F1)."""
 renew_in_forked_children(__name__, "_GRAD_LOCK")
 
+
+
+def _seed_mismatch(seed: tuple[int, ...], output: tuple[int, ...]) -> AutogradError:
+    """``backward(gradient=)``'s refusal of a seed of the wrong shape, in the tape's words."""
+    return AutogradError(f"autograd: seed gradient shape mismatch for output (seed {seed}, output {output})")
 
 class Tensor:
     """A tensor with numpy (cpu) or torch (cuda) storage and TorchLean autograd metadata.
@@ -1072,6 +1078,9 @@ class Tensor:
             if isinstance(gradient, Tensor):
                 raw = storage.to_host(gradient._data)
             elif _is_torch_tensor(gradient):  # detached; bfloat16 widened, as torch casts the seed
+                declared = declared_shape(gradient)
+                if declared is not None and declared != self.shape:  # before the widening copy
+                    raise _seed_mismatch(declared, self.shape)  # (review242 F5)
                 raw = _from_torch_array(gradient, widen=True)
             try:
                 values = np.asarray(raw)
@@ -1080,10 +1089,7 @@ class Tensor:
             if values.dtype.kind not in "biuf":
                 raise TensorError(_bad_gradient(gradient, self.shape, ""))
             if values.shape != self.shape:  # before the copy: a broadcast view may declare 2**40
-                raise AutogradError(  # entries (review240 F4); the tape's words for it
-                    f"autograd: seed gradient shape mismatch for output (seed {values.shape}, output "
-                    f"{self.shape})"
-                )
+                raise _seed_mismatch(values.shape, self.shape)  # entries (review240 F4)
             with np.errstate(over="ignore"):  # a seed beyond float32 is inf, as in torch
                 host_seed = np.array(values, dtype=self.dtype, copy=True)
         seed = storage.like(host_seed, self._data)

@@ -23,6 +23,7 @@ SUBMODULES = sorted(p.stem for p in PACKAGE.glob("_*.py") if p.stem != "__init__
 ALLOWED = (
     "torchlean._checks",
     "torchlean._limits",  # constants only (MAX_RANK)
+    "torchlean._torch_host",  # declared_shape: a numpy array's or torch tensor's shape, read before a copy
     "torchlean.autograd",
     "torchlean.backend",
     "torchlean.tensor",

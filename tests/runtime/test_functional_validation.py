@@ -1148,6 +1148,9 @@ _HUGE = np.broadcast_to(np.float64(0), (2**40,))  # declares 8 TiB, holds 8 byte
          "autograd: seed gradient shape mismatch for output (seed (1099511627776,), output (2, 2))"),
         (lambda x: x.backward(gradient=torch.zeros(1, dtype=torch.float64).expand(2**40)), tl.AutogradError,
          "autograd: seed gradient shape mismatch for output (seed (1099511627776,), output (2, 2))"),
+        (lambda x: (x * 2).backward(gradient=torch.zeros(1, dtype=torch.bfloat16).expand(2**40)),
+         tl.AutogradError,  # review242 F5: widened (copied) to float64 first, torch's 8 TiB allocation
+         "autograd: seed gradient shape mismatch for output (seed (1099511627776,), output (2, 2))"),
     ],
 )
 def test_array_data_of_the_wrong_shape_is_refused_before_it_is_copied(

@@ -9,11 +9,12 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._tensor_args import _UNSET, _Unset
+from torchlean._torch_host import declared_shape
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import check_mask_shape
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import _mask, _require_tensor, declared_shape
+from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
 from torchlean.functional._shape import reshape
 from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._checks import id_outside, is_builtin_int, is_int, shown
+from torchlean._torch_host import declared_shape
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference.guards import check_mse_shapes
@@ -30,7 +31,6 @@ from torchlean.functional._operands import (
     _on_device_of,
     _pair,
     _require_tensor,
-    declared_shape,
 )
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from torchlean._checks import int_overflow, is_builtin_int, shown
 from torchlean._tensor_data import masked_entries, torch_elements_read
 from torchlean._tensor_errors import GradConversionError
+from torchlean._torch_host import declared_shape
 from torchlean.autograd import storage
 from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.backend.providers.reference.guards import index_out_of_range
@@ -197,22 +198,6 @@ def refuse_unbroadcastable(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> N
             f"{op}: shapes are not broadcastable: a {a}, b {b} (accepted: shapes that agree "
             "on each trailing axis or have extent 1 there, numpy/PyTorch broadcasting)"
         ) from None
-
-
-def declared_shape(value: object) -> tuple[int, ...] | None:
-    """The shape of array data whose shape is free to read before it is copied (a numpy array, a
-    torch tensor; a broadcast view may declare far more entries than memory holds), else None
-    (lists, numbers, a nested torch tensor, which has no one shape)."""
-    if isinstance(value, np.ndarray):
-        shape: tuple[int, ...] = value.shape
-        return shape
-    if _is_torch_tensor(value):
-        torch_value: Any = value
-        try:
-            return tuple(int(extent) for extent in torch_value.shape)
-        except RuntimeError:  # a nested tensor
-            return None
-    return None
 
 
 def _pair(a: Operand, b: Operand, op: str | None = None) -> tuple[Tensor, Tensor]:
