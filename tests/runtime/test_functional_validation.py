@@ -1163,3 +1163,17 @@ def test_array_data_of_the_wrong_shape_is_refused_before_it_is_copied(
     with pytest.raises(error) as caught:
         call(x)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [np.ones((3, 2, 2)), torch.ones((3, 2, 2), dtype=torch.float64), [[[1.0, 1.0], [1.0, 1.0]]] * 3],
+    ids=["numpy", "torch", "list"],
+)
+def test_a_float_mask_of_the_wrong_shape_gets_the_dtype_refusal_in_every_container(mask: object) -> None:
+    """review242 F6: the shape check made before the copy (review240 F4) answered a float numpy or
+    torch mask with the shape refusal, while a list got the dtype refusal (with its "additive bias"
+    hint); the dtype comes first for all, as torch's ``masked_fill`` checks it first."""
+    x = tl.tensor(np.zeros((2, 2)))
+    with pytest.raises(GuardTypeError, match=r"^hard_masked_softmax: mask has dtype float64; accepted: bool"):
+        tl.hard_masked_softmax(x, mask)  # type: ignore[arg-type]

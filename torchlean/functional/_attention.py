@@ -108,8 +108,9 @@ def hard_masked_softmax(
     chosen = _axis_spelling("hard_masked_softmax", axis, dim, -1)
     params = {"axis": _int("hard_masked_softmax", "axis", chosen)}
     mask_shape = declared_shape(mask)
-    if mask_shape is not None:  # before the data is copied (review240 F4)
-        check_mask_shape("hard_masked_softmax", x.shape, mask_shape)
+    boolean = str(getattr(mask, "dtype", "")) in ("bool", "torch.bool")  # else the guard's dtype refusal
+    if mask_shape is not None and boolean:  # first, as for every container (review242 F6)
+        check_mask_shape("hard_masked_softmax", x.shape, mask_shape)  # before the copy (review240 F4)
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
 
