@@ -182,3 +182,13 @@ def test_the_mpmath_path_takes_mpf_arrays_and_broadcast_views() -> None:
     view = np.broadcast_to(np.array(mpmath.mpf(1), dtype=object), (3, 2**20))  # each entry looked at once
     rows = spec.hard_masked_softmax(view[:, :4], None)
     assert rows.shape == (3, 4) and all(x == mpmath.mpf("0.25") for x in rows.flat)
+
+
+@pytest.mark.parametrize("n_q", [2**60 - 1, 2**60 - 64])
+def test_causal_mask_sizes_numpy_cannot_lay_out_are_refused(n_q: int) -> None:
+    """review242 F8: within 64 entries of the cap, numpy's ``arange`` raised a bare ``ValueError``
+    ("array is too big"); it is a SpecValueError naming the side."""
+    with pytest.raises(SpecValueError) as info:
+        spec.causal_mask(n_q, 1)
+    assert str(info.value).startswith(f"causal_mask: numpy cannot make the n_q = {n_q} int64 positions ")
+    assert str(info.value).endswith(f"(n_q = {n_q}, n_k = 1; accepted: sizes numpy can lay out)")

@@ -62,7 +62,8 @@ def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = 
         SpecValueError: a negative size; sizes whose mask has more entries than one array of
             their int64 positions can hold (``n_q``, ``n_k`` or ``n_q * n_k`` above
             1152921504606846975: numpy's ``Maximum allowed size exceeded`` before, review239
-            F12; a mask merely too large for the memory raises ``MemoryError``).
+            F12; also a side within 64 of that, which numpy's allocation cannot lay out; a mask
+            merely too large for the memory raises ``MemoryError``).
         UnknownLabelError: ``align`` is not one of ``upper_left``, ``lower_right``.
     """
     rows = _size("n_q", n_q)
@@ -72,15 +73,10 @@ def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = 
             f"causal_mask: align must be one of {', '.join(CAUSAL_ALIGNMENTS)} (a string), got "
             f"{shown_briefly(align)} of type {type(align).__name__}"
         )
-    beyond = [(name, size) for name, size in (("n_q", rows), ("n_k", cols), ("n_q * n_k", rows * cols))
-              if size > _MOST_ELEMENTS]
+    sizes = (("n_q", rows), ("n_k", cols), ("n_q * n_k", rows * cols))
+    beyond = [(name, size) for name, size in sizes if size > _MOST_ELEMENTS]
     if beyond:  # the side that exceeds, not the product 0 beside it (review241 F10)
-        name, size = beyond[0]
-        raise SpecValueError(
-            f"causal_mask: {name} = {shown(size)} is more than one array of int64 positions can hold "
-            f"(n_q = {shown(rows)}, n_k = {shown(cols)}; accepted: n_q, n_k and n_q * n_k at most "
-            f"{_MOST_ELEMENTS})"
-        )
+        raise _beyond_one_array(*beyond[0], rows, cols)
     if align not in CAUSAL_ALIGNMENTS:
         raise UnknownLabelError(
             f"unknown causal alignment {align!r}; accepted: {', '.join(CAUSAL_ALIGNMENTS)}"
@@ -88,9 +84,26 @@ def causal_mask(n_q: int, n_k: int | None = None, *, align: CausalAlign | str = 
     if rows == 0 or cols == 0:
         return np.zeros((rows, cols), dtype=bool)
     offset = 0 if align == "upper_left" else cols - rows
-    i = np.arange(rows)[:, None]
-    j = np.arange(cols)[None, :]
+    try:
+        i = np.arange(rows)[:, None]
+        j = np.arange(cols)[None, :]
+    except ValueError as error:  # numpy's arange, within 64 entries of the cap (review242 F8)
+        name, size = max(sizes[:2], key=lambda named: named[1])
+        raise SpecValueError(
+            f"causal_mask: numpy cannot make the {name} = {shown(size)} int64 positions the mask is computed "
+            f"from ({error}) (n_q = {shown(rows)}, n_k = {shown(cols)}; accepted: sizes numpy can lay out)"
+        ) from None
     return np.asarray(j <= i + offset, dtype=bool)
+
+
+def _beyond_one_array(name: str, size: int, rows: int, cols: int) -> SpecValueError:
+    """The refusal of a causal mask whose ``name`` (``n_q``, ``n_k`` or ``n_q * n_k``) of ``size``
+    entries one array of int64 positions cannot hold."""
+    return SpecValueError(
+        f"causal_mask: {name} = {shown(size)} is more than one array of int64 positions can hold "
+        f"(n_q = {shown(rows)}, n_k = {shown(cols)}; accepted: n_q, n_k and n_q * n_k at most "
+        f"{_MOST_ELEMENTS})"
+    )
 
 
 def as_bool_mask(mask: npt.ArrayLike, *, name: str = "mask") -> BoolArray:
