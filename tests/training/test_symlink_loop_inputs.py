@@ -66,6 +66,8 @@ def test_saving_through_a_link_loop_is_refused_and_the_links_stay(folder: Path, 
 @pytest.mark.parametrize("option", ["--report-json", "--save"])
 def test_a_command_writing_through_a_link_loop_is_refused_before_it_trains(
         capsys: pytest.CaptureFixture[str], folder: Path, option: str) -> None:
+    """A regression pin (review242 F9): the command line refused this before review241 F10 (its
+    probe opens the path, which fails with ELOOP); ``checkpoint.save`` did not (the test above)."""
     train = ["train", "--dataset", "iris", "--hidden", "4", "--epochs", "1"]
     assert cli(capsys, *train, option, "loop1") == (2, "", f"error: cannot write {option} loop1: {_LOOP}\n")
     assert Path("loop1").is_symlink()
