@@ -23,7 +23,7 @@ import numpy as np
 
 from torchlean._tensor_data import Array, _is_torch_tensor, _require_floats_fit_int64, host_array
 from torchlean._tensor_errors import TensorError, TensorIndexError
-from torchlean._torch_host import is_torch_tensor, torch_refusal
+from torchlean._torch_host import declared_shape, is_torch_tensor, torch_refusal
 from torchlean.autograd import storage
 from torchlean.autograd.grad_mode import is_grad_enabled, torch_no_grad_note
 from torchlean.autograd.tape import AutogradError
@@ -438,6 +438,17 @@ def update_in_place(
             f"torchlean's tape records no in-place op, so that gradient would be lost; {rewrite}, "
             f"or update under torchlean.no_grad(){torch_no_grad_note()}"
         )
+    declared = _operand_shape(t, other)
+    if declared is not None:  # review243 F3: before the op computes the whole broadcast result
+        try:
+            broadcast = np.broadcast_shapes(t.shape, declared)
+        except ValueError:  # the op's guard refuses shapes that do not broadcast
+            broadcast = t.shape
+        if broadcast != t.shape:
+            raise TensorError(
+                f"{what}: the result has shape {broadcast}, but an in-place update keeps this "
+                f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
+            )
     result = op(other)
     if result.shape != t.shape:
         raise TensorError(
@@ -445,6 +456,25 @@ def update_in_place(
             f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
         )
     return t.copy_(result)._keep_producer(result)
+
+
+def _operand_shape(t: Tensor, other: object) -> tuple[int, ...] | None:
+    """The shape of the operand ``other`` of ``t op= other`` where the op would accept its dtype
+    (and device), so that a result of another shape than ``t``'s can be refused before the op
+    computes it; None where the op refuses something else first (a non-float ``t``, a Tensor of
+    another dtype or device, array data it cannot read) or the shape is not free to read."""
+    if t.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return None
+    if isinstance(other, _tensor_type()):
+        return other.shape if other.dtype == t.dtype and other.device == t.device else None
+    if isinstance(other, np.ndarray):
+        return other.shape if other.dtype.kind in "biuf" else None
+    if is_torch_tensor(other):
+        torch_other: Any = other
+        if torch_refusal("other", torch_other) is not None or torch_other.is_complex():
+            return None
+        return declared_shape(other)
+    return None
 
 
 def _refuse_indexed_update(t: Tensor, source: Tensor, spelling: str, other: object) -> None:
