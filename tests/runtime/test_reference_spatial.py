@@ -1623,3 +1623,35 @@ def test_conv_transpose_of_an_empty_batch_with_empty_axes_is_torchs(
     assert_array_equal(dx, want_dx.numpy())
     assert_array_equal(dw, want_dw.numpy())
     assert_array_equal(db, want_db.numpy())
+
+
+_TAP_VALUES = S._tap_values
+
+
+@pytest.mark.parametrize("op", ["max_pool", "avg_pool", "smooth_max_pool"])
+def test_a_pool_reads_only_the_kernel_offsets_that_reach_the_input(
+    op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review243 F1: a pool walked every kernel offset, those reading only padding included: a kernel
+    of 2**20 with a padding of 2**19 over one element took seconds (2**20 numpy rounds; minutes and
+    GBs for ``smooth_max_pool`` at 2**22) where torch is instant. One offset reaches the input, and
+    only it is read, forward and VJP; the values are torch's (float64 forward and autograd; the
+    smooth max over one element is the element)."""
+    calls = []
+    monkeypatch.setattr(S, "_tap_values", lambda *args, **kw: calls.append(1) or _TAP_VALUES(*args, **kw))
+    k = 2**20
+    x, g = np.array([[[-1.5]]]), np.array([[[2.0]]])
+    extra: dict[str, Any] = {"beta": 3.0} if op == "smooth_max_pool" else {}
+    keywords: dict[str, Any] = {"kernel_size": k, "padding": k // 2, **extra}
+    out = getattr(S, op)(x, **keywords)
+    (dx,) = getattr(S, f"{op}_vjp")(g, x, out=out, **keywords)
+    assert len(calls) <= 2
+    xt = torch.tensor(x, requires_grad=True)
+    if op == "smooth_max_pool":
+        want = xt * 1.0  # one element in every window: (1/beta) * log(exp(beta * x)) = x
+    else:
+        pool = F.max_pool1d if op == "max_pool" else F.avg_pool1d
+        want = pool(xt, kernel_size=k, stride=k, padding=k // 2)
+    (want_dx,) = torch.autograd.grad(want, (xt,), torch.from_numpy(g))
+    assert_array_equal(out, want.detach().numpy())
+    assert_array_equal(dx, want_dx.numpy())

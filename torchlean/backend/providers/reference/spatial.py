@@ -75,6 +75,8 @@ __all__ = [
 
 Index = tuple[int | slice | EllipsisType, ...]
 """A basic (view-producing) numpy index."""
+Offset = tuple[int, ...]
+"""A kernel offset (tap): one index per spatial axis."""
 
 
 def _scalar(value: float, like: Array) -> np.floating[Any]:
@@ -155,6 +157,46 @@ def _add_tap(canvas: Array, window: Window, offset: tuple[int, ...], part: Array
         canvas[span.inp] += part[span.out]
 
 
+def _live_taps(window: Window) -> list[tuple[int, tuple[int, ...]]]:
+    """``(number, offset)`` of each kernel offset that reads an input element at some output
+    position (``number`` its row-major position among all offsets), in row-major order.
+
+    A pool may have far more offsets than its windows read input at (a kernel of 2**20 with a
+    padding of 2**19 over one element: one live offset, review243 F1); the pools walk only these,
+    which leaves their results unchanged (an offset reading only padding is never a maximum, and
+    adds ``+0.0`` terms or ``exp(-inf) = 0`` ones, see :func:`_fold_with_padding`). Per axis, offset
+    ``k`` is live when ``0 <= o*stride + k*dilation - padding < input`` for some output ``o``: one
+    run of ``k`` per ``o``, merged, from the last output whose window reaches the input until every
+    offset is live (a few outputs for a usual pool; never more than the output extent)."""
+    per_axis: list[list[int]] = []
+    geometry = (window.kernel, window.dilation, window.output, window.stride, window.padding, window.input)
+    for kernel, d, n, s, p, size in zip(*geometry, strict=True):
+        live: list[int] = []
+        for o in range(min(n - 1, (p + size - 1) // s), -1, -1):  # runs of increasing k
+            first = p - o * s  # k*d must lie in [first, first + size)
+            lo = max(0, -(-first // d), live[-1] + 1 if live else 0)
+            live.extend(range(lo, min(kernel, -(-(first + size) // d))))
+            if (live and live[-1] == kernel - 1) or first >= kernel * d:
+                break
+        per_axis.append(live)
+    strides = [math.prod(window.kernel[axis + 1:]) for axis in range(len(window.kernel))]
+    return [
+        (sum(k * stride for k, stride in zip(offset, strides, strict=True)), offset)
+        for offset in itertools.product(*per_axis)
+    ]
+
+
+def _fold_with_padding(terms: Iterable[Array], window: Window, live: int) -> Array:
+    """The left fold of the ``live`` offsets' ``terms`` as the fold over every offset gives it: the
+    offsets reading only padding add exact ``+0.0`` terms, which change no sum but a ``-0.0`` one
+    (to ``+0.0``); one ``+0.0`` added last does the same (a ``-0.0`` partial sum stays ``-0.0`` only
+    while every term is ``-0.0``)."""
+    total = _left_fold(terms)
+    if live < math.prod(window.kernel):
+        total += _scalar(0, total)
+    return total
+
+
 def _real_positions(window: Window, offset: tuple[int, ...]) -> Array:
     """Boolean ``window.output`` mask: True where tap ``offset`` reads an input (not padding) element."""
     mask = np.zeros(window.output, dtype=bool)
@@ -165,12 +207,13 @@ def _real_positions(window: Window, offset: tuple[int, ...]) -> Array:
 
 
 def _scatter_taps(
-    window: Window, shape: Sequence[int], dtype: np.dtype[np.generic], parts: Iterable[Array]
+    window: Window, shape: Sequence[int], dtype: np.dtype[np.generic], parts: Iterable[tuple[Offset, Array]]
 ) -> Array:
-    """Adjoint of the tap values: add ``parts`` (one per kernel offset, in row-major order) into
-    a zero canvas of shape ``(*shape, *window.input)``."""
+    """Adjoint of the tap values: add ``parts`` (``(offset, part)`` pairs, in row-major offset
+    order; an offset reading only padding may be left out) into a zero canvas of shape
+    ``(*shape, *window.input)``."""
     canvas = np.zeros((*shape, *window.input), dtype=dtype)
-    for offset, part in zip(_taps(window), parts, strict=True):
+    for offset, part in parts:
         _add_tap(canvas, window, offset, part)
     return canvas
 
@@ -415,7 +458,7 @@ def _max_select(x: Array, window: Window) -> tuple[Array, Array]:
     shape = (*x.shape[:2], *window.output)
     best = np.full(shape, -np.inf, dtype=x.dtype)
     index = np.full(shape, -1, dtype=np.int64)
-    for number, offset in enumerate(_taps(window)):
+    for number, offset in _live_taps(window):  # an offset reading only padding is never selected
         value = _tap_values(x, window, offset, -np.inf)
         take = _real_positions(window, offset) & ((value > best) | np.isnan(value) | (index < 0))
         best = np.where(take, value, best)
@@ -460,7 +503,7 @@ def max_pool_vjp(
     check_cotangent("max_pool", g, (*x.shape[:2], *window.output), x.dtype)
     index = _max_select(x, window)[1]
     zero = _scalar(0, x)
-    parts = (np.where(index == number, g, zero) for number in range(math.prod(window.kernel)))
+    parts = ((offset, np.where(index == number, g, zero)) for number, offset in _live_taps(window))
     return (_scatter_taps(window, x.shape[:2], x.dtype, parts),)
 
 
@@ -475,7 +518,8 @@ def avg_pool(
     in kernel-offset order divided by ``prod(kernel_size)``.  Raises GuardError.
     """
     window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
-    total = _left_fold(_tap_values(x, window, offset) for offset in _taps(window))
+    live = _live_taps(window)
+    total = _fold_with_padding((_tap_values(x, window, offset) for _, offset in live), window, len(live))
     mean: Array = total / _scalar(math.prod(window.kernel), x)
     return mean
 
@@ -496,14 +540,16 @@ def avg_pool_vjp(
     window = check_avg_pool(x, kernel_size=kernel_size, stride=stride, padding=padding)
     check_cotangent("avg_pool", g, (*x.shape[:2], *window.output), x.dtype)
     share = g / _scalar(math.prod(window.kernel), x)
-    return (_scatter_taps(window, x.shape[:2], x.dtype, itertools.repeat(share, math.prod(window.kernel))),)
+    parts = ((offset, share) for _, offset in _live_taps(window))
+    return (_scatter_taps(window, x.shape[:2], x.dtype, parts),)
 
 
 class _SmoothWindows(NamedTuple):
     """Per-window quantities of smooth max pooling, each of the output's shape (see
     :func:`_smooth_windows`)."""
 
-    views: list[Array]  # each tap's values, padding as ``-inf * sign(beta)``
+    offsets: list[tuple[int, ...]]  # the live taps (:func:`_live_taps`)
+    views: list[Array]  # each live tap's values, padding as ``-inf * sign(beta)``
     extreme: Array  # the window max (beta > 0) or min (beta < 0); NaN if the window holds one
     terms: list[Array]  # ``exp(beta * (v - shift))`` per tap, 0 at padding
     total: Array  # left fold of ``terms``
@@ -526,14 +572,15 @@ def _smooth_windows(x: Array, window: Window, beta: float) -> _SmoothWindows:
     """
     b = _scalar(beta, x)
     fill = -np.inf if beta > 0 else np.inf
-    views = [_tap_values(x, window, offset, fill) for offset in _taps(window)]
+    offsets = [offset for _, offset in _live_taps(window)]  # the others' terms are exp(-inf) = 0
+    views = [_tap_values(x, window, offset, fill) for offset in offsets]
     pick = np.maximum if beta > 0 else np.minimum
     extreme = views[0]
     for view in views[1:]:
         extreme = pick(extreme, view)
     shift = _finite_shift(extreme)
     terms = [np.exp(b * (view - shift)) for view in views]
-    return _SmoothWindows(views, extreme, terms, _left_fold(terms))
+    return _SmoothWindows(offsets, views, extreme, terms, _fold_with_padding(terms, window, len(offsets)))
 
 
 @ieee
@@ -592,7 +639,8 @@ def smooth_max_pool_vjp(
             np.where(infinite, np.where(view == stats.extreme, nan, zero), weight)
             for view, weight in zip(stats.views, weights, strict=True)
         )
-    return (_scatter_taps(window, x.shape[:2], x.dtype, (g * weight for weight in weights)),)
+    parts = ((offset, g * weight) for offset, weight in zip(stats.offsets, weights, strict=True))
+    return (_scatter_taps(window, x.shape[:2], x.dtype, parts),)
 
 
 # ------------------------------------------------------------------------------- normalisation
