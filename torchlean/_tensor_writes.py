@@ -251,6 +251,9 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     from torchlean import functional as F
 
     items, changed = list(F._index_tuple(index)), False
+    refusal = _mask_extent_refusal(t.shape, items)  # review243 F11: before numpy expands a mask
+    if refusal is not None:
+        raise _unassignable(t, index, refusal)
     for position, item in enumerate(items):
         if isinstance(item, slice):
             items[position] = F._check_slice(item, index)
@@ -376,6 +379,60 @@ def _write(data: Any, index: Any, source: Array) -> None:
             staged = storage.to_host(data).copy()
             staged[index] = source
             data.copy_(storage.host_tensor(staged))
+
+
+def _axes_taken(item: object) -> tuple[int, tuple[int, ...] | None] | None:
+    """How many axes of the target the index entry ``item`` selects, and its shape where it is a
+    boolean mask of rank >= 1 (read without copying it), else None where that is not known
+    without reading it (a list, a tensor of torchlean's, an object numpy may refuse)."""
+    if item is None or isinstance(item, bool | np.bool_):
+        return 0, None  # a new axis; a scalar bool adds one too
+    if isinstance(item, slice | int | np.integer):
+        return 1, None
+    shape = declared_shape(item)
+    if shape is None or (is_torch_tensor(item) and torch_refusal("index", item) is not None):
+        return None
+    dtype = str(getattr(item, "dtype", "")).removeprefix("torch.")
+    if dtype == "bool":
+        return len(shape), shape if shape else None
+    if dtype in ("int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"):  # uint8: refused
+        return 1, None
+    return None
+
+
+def _mask_extent_refusal(shape: tuple[int, ...], items: list[Any]) -> IndexError | None:
+    """numpy's refusal of the boolean masks in index entries ``items`` on a target of ``shape``
+    (too many indices, or a mask extent other than the axis's), in numpy's words, found from the
+    declared shapes before numpy expands a mask into int64 positions (review243 F11: a view
+    declaring 2**26 * 6 entries raised numpy's MemoryError); None where none is found or an
+    entry's extent is not known without reading it (numpy then applies the index)."""
+    taken = [None if item is Ellipsis else _axes_taken(item) for item in items]
+    if not any(entry is not None and entry[1] is not None for entry in taken):
+        return None
+    ellipses = [position for position, item in enumerate(items) if item is Ellipsis]
+    unknown = any(entry is None for position, entry in enumerate(taken) if position not in ellipses)
+    if len(ellipses) > 1 or unknown:
+        return None
+    counts = [0 if entry is None else entry[0] for entry in taken]
+    total = sum(counts)
+    if total > len(shape):
+        return IndexError(
+            f"too many indices for array: array is {len(shape)}-dimensional, but {total} were indexed"
+        )
+    for position, entry in enumerate(taken):
+        if entry is None or entry[1] is None:
+            continue
+        if ellipses and position > ellipses[0]:
+            start = len(shape) - sum(counts[position:])
+        else:
+            start = sum(counts[:position])
+        for offset, extent in enumerate(entry[1]):
+            if extent != shape[start + offset]:
+                return IndexError(
+                    f"boolean index did not match indexed array along axis {start + offset}; size of "
+                    f"axis is {shape[start + offset]} but size of corresponding boolean axis is {extent}"
+                )
+    return None
 
 
 def _unassignable(t: Tensor, index: Any, exc: Exception) -> TensorError:
