@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -976,11 +976,28 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 def splitmix64(x: Array) -> Array:
     """SplitMix64 finaliser on a uint64 array (all arithmetic mod 2**64; anchor-runtime.md §1.6):
     ``z1 = x + 0x9e3779b97f4a7c15``, ``z2 = (z1 ^ z1>>30) * 0xbf58476d1ce4e5b9``,
-    ``z3 = (z2 ^ z2>>27) * 0x94d049bb133111eb``, result ``z3 ^ z3>>31``."""
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return _arr(z ^ (z >> np.uint64(31)))
+    ``z3 = (z2 ^ z2>>27) * 0x94d049bb133111eb``, result ``z3 ^ z3>>31``.
+
+    Memory: the result and one scratch array of its size (the steps run in place, review243 F7)."""
+    z = np.array(x, dtype=np.uint64)  # a fresh copy, mixed in place
+    return _splitmix64_inplace(z, np.empty_like(z))
+
+
+_SHIFT30, _SHIFT27, _SHIFT31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def _splitmix64_inplace(z: Array, scratch: Array) -> Array:
+    """:func:`splitmix64` of the uint64 array ``z``, written over ``z`` (returned); ``scratch``
+    is a uint64 array of ``z``'s shape whose contents are overwritten. The same ufuncs as the
+    formula, in the same order, with ``out=``: the bits are the formula's."""
+    np.add(z, _GOLDEN, out=z)
+    for shift, factor in ((_SHIFT30, _MIX1), (_SHIFT27, _MIX2)):
+        np.right_shift(z, shift, out=scratch)
+        np.bitwise_xor(z, scratch, out=z)
+        np.multiply(z, factor, out=z)
+    np.right_shift(z, _SHIFT31, out=scratch)
+    np.bitwise_xor(z, scratch, out=z)
+    return z
 
 
 def key_of(seed: int, counter: int) -> int:
@@ -989,21 +1006,75 @@ def key_of(seed: int, counter: int) -> int:
     return int(splitmix64(total)[0])
 
 
+SAMPLE_BLOCK = 1 << 20
+"""How many indices the random sources draw at once (:func:`_sample_blocks`): their temporaries
+are a few arrays of this length (8 MiB each for uint64 and float64), whatever the output's size."""
+
+
+def _sample_blocks(key: int, count: int, denom: int) -> Iterator[tuple[int, int, Array]]:
+    """``(start, stop, sampleNat(key, start..stop-1, denom))`` for consecutive blocks of at most
+    :data:`SAMPLE_BLOCK` indices covering ``0..count-1``. Element ``i`` depends on ``(key, i)``
+    alone, so drawing by blocks gives the bits of drawing all at once; each block's arrays are
+    reused for the next (the yielded array is overwritten by the next step)."""
+    if count <= 0:
+        return
+    size = builtins.min(count, SAMPLE_BLOCK)
+    z = np.empty(size, dtype=np.uint64)
+    scratch = np.empty(size, dtype=np.uint64)
+    offset = np.uint64(key & _MASK64)
+    divisor = np.uint64(denom)
+    for start in range(0, count, size):
+        stop = builtins.min(start + size, count)
+        block, spare = z[: stop - start], scratch[: stop - start]
+        block[...] = np.arange(start, stop, dtype=np.uint64)
+        np.add(block, offset, out=block)  # key + u64(i), mod 2**64
+        _splitmix64_inplace(block, spare)
+        np.remainder(block, divisor, out=block)
+        yield start, stop, block
+
+
 def sample_nat(key: int, count: int, denom: int = 1 << 32) -> Array:
     """``sampleNat(key, i, denom) = splitmix64(key + u64(i)) mod denom`` for ``i = 0..count-1``
-    (uint64 array of length ``count``)."""
-    indices = np.arange(count, dtype=np.uint64) + np.uint64(key & _MASK64)
-    return _arr(splitmix64(indices) % np.uint64(denom))
+    (uint64 array of length ``count``). Memory: the result plus one block's temporaries
+    (:data:`SAMPLE_BLOCK`), drawn block by block (review243 F7)."""
+    out = np.empty(builtins.max(count, 0), dtype=np.uint64)
+    for start, stop, block in _sample_blocks(key, count, denom):
+        out[start:stop] = block
+    return out
 
 
-def _uniform(shape: tuple[int, ...], seed: int, counter: int, dtype: np.dtype[np.floating]) -> Array:
-    count = 1
-    for s in shape:
-        count *= s
-    grid = sample_nat(key_of(seed, counter), count).astype(np.float64) / float(1 << 32)
-    # u < 2**32 is exact in float64 and dividing by 2**32 is exact, so rounding once to the
-    # target dtype equals computing u / 2**32 in that dtype (the original's schedule).
-    return grid.astype(dtype).reshape(shape)
+def _uniform(
+    shape: tuple[int, ...],
+    seed: int,
+    counter: int,
+    dtype: np.dtype[np.floating],
+    keep_prob: float | None = None,
+) -> Array:
+    """The :func:`rand_uniform` draws of ``shape`` in ``dtype``, or with ``keep_prob`` the
+    :func:`bernoulli_mask` made of them (``1`` where ``keep_prob > u``, else ``0``, in ``dtype``).
+    The output is allocated once and filled block by block (:func:`_sample_blocks`): the peak is
+    the output plus about 40 MiB of block temporaries, not several uint64 and float64 arrays of
+    the full size (review243 F7: 6x the float32 output)."""
+    count = math.prod(shape)
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)  # a view: out is fresh and C-contiguous
+    scale = float(1 << 32)
+    size = builtins.min(count, SAMPLE_BLOCK)
+    grid = np.empty(size, dtype=np.float64)
+    keep = None if keep_prob is None else np.empty(size, dtype=np.bool_)
+    threshold = dtype.type(keep_prob or 0)
+    for start, stop, block in _sample_blocks(key_of(seed, counter), count, 1 << 32):
+        values, target = grid[: stop - start], flat[start:stop]
+        values[...] = block  # u < 2**32: exact in float64
+        np.divide(values, scale, out=values)
+        # Dividing by 2**32 is exact, so rounding once to the target dtype equals computing
+        # u / 2**32 in that dtype (the original's schedule).
+        target[...] = values
+        if keep is not None:
+            kept = keep[: stop - start]
+            np.greater(threshold, target, out=kept)  # strict, both in dtype
+            target[...] = kept
+    return out
 
 
 def rand_uniform(
@@ -1026,6 +1097,5 @@ def bernoulli_mask(
     dims, resolved = guards.check_bernoulli_mask(
         shape=shape, keep_prob=keep_prob, seed=seed, counter=counter, dtype=dtype
     )
-    uniform = _uniform(dims, seed, counter, resolved)
-    mask = _arr(resolved.type(keep_prob) > uniform).astype(resolved)
+    mask = _uniform(dims, seed, counter, resolved, keep_prob)  # block by block: no full-size temporary
     return guards.check_canonical_layout(mask, op="bernoulli_mask", name="out")  # the produced layout

@@ -1,0 +1,136 @@
+"""Memory and Python-iteration bounds of the reference provider's random sources, sums and
+contractions (review243 F7, F8, F9), with their bits pinned against formula oracles.
+
+Memory is measured with tracemalloc (numpy reports its buffers to it), never with a clock;
+iteration counts by counting calls. The block sizes are shrunk by monkeypatching so that the
+inputs stay small while a full-size temporary would still exceed the bound many times over.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from torchlean.backend.providers.reference import kernels as K
+
+_T = TypeVar("_T")
+_MIB = 1 << 20
+_M64 = (1 << 64) - 1
+
+
+def _traced_peak(call: Callable[[], _T]) -> tuple[_T, int]:
+    """``call()`` and the peak bytes allocated meanwhile (numpy reports its buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _splitmix64_int(x: int) -> int:
+    """SplitMix64 finaliser on a Python int (the formula of anchor-runtime.md §1.6)."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+# ================================================================= F7: the seeded random sources
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["rand_uniform", "bernoulli_mask"])
+def test_random_sources_peak_at_the_output_plus_one_block(
+    op: str, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review243 F7: the draws were made as uint64 arrays of the full size (``arange``, then a new
+    one per SplitMix64 step, then float64): about 6x a float32 output at the peak. They are now
+    drawn into the preallocated output by blocks of ``SAMPLE_BLOCK`` indices (shrunk here to
+    4096), so the peak is the output plus a few block-sized arrays."""
+    monkeypatch.setattr(K, "SAMPLE_BLOCK", 4096, raising=False)
+    shape = (64, 1 << 14)  # 1 Mi elements: 4 MiB of float32, 8 MiB of float64
+    out_bytes = 64 * (1 << 14) * np.dtype(dtype).itemsize
+    if op == "rand_uniform":
+        out, peak = _traced_peak(lambda: K.rand_uniform(shape=shape, seed=11, counter=3, dtype=dtype))
+    else:
+        out, peak = _traced_peak(
+            lambda: K.bernoulli_mask(shape=shape, keep_prob=0.25, seed=11, counter=3, dtype=dtype)
+        )
+    assert out.shape == shape and out.dtype == dtype
+    assert peak < out_bytes + _MIB // 2, (peak, out_bytes)
+
+
+def test_sample_nat_peaks_at_its_output_plus_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review243 F7: ``sample_nat`` fills its uint64 result block by block."""
+    monkeypatch.setattr(K, "SAMPLE_BLOCK", 4096, raising=False)
+    count = 1 << 20  # 8 MiB of uint64
+    out, peak = _traced_peak(lambda: K.sample_nat(12345, count))
+    assert out.shape == (count,) and out.dtype == np.uint64
+    assert peak < count * 8 + _MIB // 2, peak
+
+
+@pytest.mark.parametrize("block", [1, 3, 4096, 1 << 20])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_random_sources_in_blocks_have_the_formulas_bits(
+    block: int, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks (of 1, of 3 so that the last one is short, and of one block for everything) give the
+    formula's draws: ``sampleNat(keyOf(seed, counter), i) / 2**32`` rounded once to ``dtype``,
+    with the key near 2**64 so that ``key + i`` wraps inside the output, and the mask
+    ``keep_prob > u`` (strict) made of the same draws."""
+    monkeypatch.setattr(K, "SAMPLE_BLOCK", block, raising=False)
+    count = 37
+    seed, counter = _M64 - 40, 19  # seed + counter wraps past 2**64
+    key = _splitmix64_int((seed + counter) & _M64)
+    draws = [_splitmix64_int((key + i) & _M64) % (1 << 32) for i in range(count)]
+    expected = (np.array(draws, dtype=np.float64) / 2**32).astype(dtype).reshape(1, count)
+    got = K.rand_uniform(shape=(1, count), seed=seed, counter=counter, dtype=dtype)
+    assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    keep = float(np.median(expected))
+    mask = K.bernoulli_mask(shape=(1, count), keep_prob=keep, seed=seed, counter=counter, dtype=dtype)
+    assert_array_equal(mask.view(np.uint8), (dtype(keep) > expected).astype(dtype).view(np.uint8))
+    nats = K.sample_nat(key, count, 7)
+    assert [int(v) for v in nats] == [_splitmix64_int((key + i) & _M64) % 7 for i in range(count)]
+    for empty in [(0,), (3, 0)]:
+        assert K.rand_uniform(shape=empty, seed=1, counter=2, dtype=dtype).shape == empty
+    scalar = K.rand_uniform(shape=(), seed=seed, counter=counter, dtype=dtype)
+    assert scalar.shape == () and scalar.tobytes() == expected[0, :1].tobytes()
+
+
+def test_splitmix64_leaves_its_input_and_returns_a_fresh_array() -> None:
+    """The in-place steps work on a copy: the caller's array is not mixed."""
+    x = np.arange(5, dtype=np.uint64)
+    out = K.splitmix64(x)
+    assert_array_equal(x, np.arange(5, dtype=np.uint64))
+    assert [int(v) for v in out] == [_splitmix64_int(i) for i in range(5)]
+    assert not np.shares_memory(out, x)
+
+
+@pytest.mark.parametrize("profile", ["checked_cpu", "fast_cpu"])
+def test_session_random_ops_and_dropout_peak_near_their_outputs(
+    profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review243 F7 through the public API: both CPU profiles run the reference sources (fast_cpu
+    plans them to the reference capsules), so ``tl.rand_uniform`` and ``tl.bernoulli_mask`` peak at
+    their output plus a block, and ``tl.dropout`` at its three graph arrays (the mask, ``x * mask``
+    and the scaled result) plus a block; before, the draws alone took about 6x the output."""
+    import torchlean as tl
+
+    monkeypatch.setattr(K, "SAMPLE_BLOCK", 4096, raising=False)
+    n = 1 << 20
+    out_bytes = 4 * n
+    with tl.session(profile=profile):
+        x = tl.tensor(np.ones(n, np.float32))
+        tl.dropout(tl.tensor(np.ones(3, np.float32)), 0.5, seed=0)  # warm the plans outside the trace
+        _, peak = _traced_peak(lambda: tl.rand_uniform((n,), seed=5))
+        assert peak < out_bytes + _MIB, peak
+        _, peak = _traced_peak(lambda: tl.bernoulli_mask((n,), 0.5, seed=5))
+        assert peak < out_bytes + _MIB, peak
+        _, peak = _traced_peak(lambda: tl.dropout(x, 0.5, seed=5))
+        assert peak < 3 * out_bytes + _MIB, peak
