@@ -243,7 +243,7 @@ def test_fold_matmul_to_in_blocks_has_the_one_term_loops_bits(
     block_terms: int, masked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """review82 F7: the merged (batch, contracted) axis is folded in blocks by ``np.add.accumulate``
-    over ``[sum, terms...]``. Oracle: the one-term loop (``fold_matmul``/``fold_matmul_where`` on the
+    over ``[sum, terms...]``. Oracle: the one-term loop (``_fold_matmul_loop``/``_where_loop`` on the
     same merged operands, which the scalar-fold tests pin), bit for bit: 42 terms per step of the
     15-term axis, so blocks of 8 (two blocks), 11 and all 15, and the one-term loop itself under
     8; with NaN at blocked positions and a fully blocked row."""
@@ -260,9 +260,9 @@ def test_fold_matmul_to_in_blocks_has_the_one_term_loops_bits(
     got = _fold.fold_matmul_to((1, 7, 2, 3), a, b, allowed)
     left = np.transpose(a, (1, 2, 0, 3)).reshape(7, 2, 15)  # (kept, M, batch * K)
     right = np.transpose(np.broadcast_to(b, (5, 7, 3, 3)), (1, 0, 2, 3)).reshape(7, 15, 3)
-    if allowed is None:
-        expected = _fold.fold_matmul(left, right)
+    if allowed is None:  # the one-term loops (fold_matmul itself folds small results in blocks)
+        expected = _fold._fold_matmul_loop(left, right)
     else:
         merged = np.transpose(allowed, (1, 2, 0, 3)).reshape(7, 2, 15)
-        expected = _fold.fold_matmul_where(left, right, merged)
+        expected = _fold._fold_matmul_where_loop(left, right, merged)
     assert_array_equal(got.view(np.uint32), expected.reshape(1, 7, 2, 3).view(np.uint32))

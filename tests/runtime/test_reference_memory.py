@@ -134,3 +134,99 @@ def test_session_random_ops_and_dropout_peak_near_their_outputs(
         assert peak < out_bytes + _MIB, peak
         _, peak = _traced_peak(lambda: tl.dropout(x, 0.5, seed=5))
         assert peak < 3 * out_bytes + _MIB, peak
+
+
+# ====================================================== F8: contractions with a small result
+
+
+class _RangeCounter:
+    """A stand-in for ``range`` in ``_fold`` that adds up the iterations of every range made."""
+
+    def __init__(self) -> None:
+        self.iterations = 0
+
+    def __call__(self, *args: int) -> range:
+        made = range(*args)
+        self.iterations += len(made)
+        return made
+
+
+def _contractions(n: int) -> dict[str, Callable[[], object]]:
+    """Reference kernels whose contracted axis has ``n`` terms and whose result is tiny."""
+    rng = np.random.default_rng(3)
+    vec = rng.standard_normal(n).astype(np.float32)
+    rows = rng.standard_normal((n, 1)).astype(np.float32)
+    w = np.ones((1, 1), np.float32)
+    g = rng.standard_normal((n, 1)).astype(np.float32)
+    wide = rng.standard_normal((2, n)).astype(np.float32)
+    q = rng.standard_normal((1, 1, 2)).astype(np.float32)
+    k = rng.standard_normal((1, n, 2)).astype(np.float32)
+    v = rng.standard_normal((1, n, 1)).astype(np.float32)
+    mask = np.ones((1, n), dtype=bool)
+    mask[0, ::3] = False
+    return {
+        "matmul (dot)": lambda: K.matmul(vec, vec),
+        "matmul (2 x n @ n x 1)": lambda: K.matmul(wide, rows),
+        "linear forward (n in-features)": lambda: K.linear(wide, np.ones((1, n), np.float32)),
+        "linear_vjp dw (n rows)": lambda: K.linear_vjp(g, rows, w, None, out=K.linear(rows, w))[1],
+        "attention weights @ v": lambda: K.scaled_dot_product_attention(q, k, v),
+        "hard-masked attention weights @ v": lambda: K.scaled_dot_product_attention(q, k, v, mask),
+    }
+
+
+@pytest.mark.parametrize("name", list(_contractions(4)))
+def test_small_contractions_fold_in_blocks_not_one_python_iteration_per_term(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review243 F8: ``fold_matmul`` (matmul, linear and its weight gradient, attention's
+    ``weights @ v``) looped in Python once per term of the contracted axis: a dot product of two
+    8 Mi-vectors took 10 s. A result of at most ``BLOCKED_STEP_TERMS`` entries is now folded in
+    blocks of ``BLOCK_TERMS`` terms, so 50 000 terms take a handful of iterations."""
+    from torchlean.backend.providers.reference import _fold
+
+    n = 50_000
+    call = _contractions(n)[name]
+    counter = _RangeCounter()
+    monkeypatch.setattr(_fold, "range", counter, raising=False)
+    call()
+    assert counter.iterations < 100, counter.iterations
+
+
+@pytest.mark.parametrize("block_terms", [8, 24, 1 << 20])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fold_matmul_in_blocks_has_the_one_term_loops_bits(
+    block_terms: int, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The blocked fold is the one-term loop's recurrence: same bits on values spanning many
+    magnitudes (where another order would round differently), signed zeros and infinities, and
+    NaNs of both signs. Which of two NaNs an addition keeps is numpy's choice and differs between
+    its paths, so a result holding a NaN is recomputed by the loop: its bits are the loop's too."""
+    from torchlean.backend.providers.reference import _fold
+
+    monkeypatch.setattr(_fold, "BLOCK_TERMS", block_terms)
+    rng = np.random.default_rng(21)
+    neg_nan = np.copysign(np.nan, -1.0)
+    for trial in range(60):
+        batch = [(), (2,), (3, 1)][trial % 3]
+        m, depth, n = 1 + trial % 2, [1, 5, 37, 200][trial % 4], 1 + trial % 3
+        a = rng.standard_normal((*batch, m, depth)) * 10.0 ** rng.uniform(-8, 8, (*batch, m, depth))
+        b = rng.standard_normal((depth, n)) * 10.0 ** rng.uniform(-8, 8, (depth, n))
+        if trial % 5 == 1:
+            a.reshape(-1)[rng.integers(0, a.size, 3)] = [np.nan, neg_nan, np.inf]
+            b.reshape(-1)[rng.integers(0, b.size, 2)] = [neg_nan, -np.inf]
+        if trial % 5 == 2:
+            a[...] = -0.0
+        a, b = a.astype(dtype), b.astype(dtype)
+        allowed = rng.random(a.shape) < 0.7
+        with np.errstate(all="ignore"):  # inf - inf, as the kernels' ieee wrapper allows
+            _check_fold_matmul_bits(_fold, a, b, allowed)
+
+
+def _check_fold_matmul_bits(_fold: Any, a: Any, b: Any, allowed: Any) -> None:
+    """``fold_matmul``/``fold_matmul_where`` equal their one-term loops bit for bit."""
+    got = _fold.fold_matmul(a, b)
+    assert got.flags.c_contiguous and got.flags.owndata
+    assert_array_equal(got.view(np.uint8), _fold._fold_matmul_loop(a, b).view(np.uint8))
+    got = _fold.fold_matmul_where(a, b, allowed)
+    expected = _fold._fold_matmul_where_loop(a, b, allowed)
+    assert_array_equal(got.view(np.uint8), expected.view(np.uint8))

@@ -79,17 +79,16 @@ def fold_matmul(a: Array, b: Array) -> Array:
     ``a``: ``(..., M, K)``, ``b``: ``(..., K, N)`` with broadcastable leading axes, same dtype.
     Result ``(broadcast(...), M, N)`` in that dtype, where entry ``[m, n]`` is
     ``((a[m,0]*b[0,n] + a[m,1]*b[1,n]) + ...) + a[m,K-1]*b[K-1,n]`` (each product rounded, then
-    added; no fused multiply-add).  ``K == 0`` gives zeros.
+    added; no fused multiply-add).  ``K == 0`` gives zeros.  A fresh C-contiguous array.
+
+    Time and memory: where the result has at most :data:`BLOCKED_STEP_TERMS` entries, the terms
+    are formed and folded in blocks of about :data:`BLOCK_TERMS` (:func:`_fold_in_blocks`: a
+    handful of Python iterations and one block's temporaries, whatever ``K``); otherwise one
+    vectorised addition per term of ``K`` onto the result (review243 F8: a dot product of two
+    8 Mi-vectors took 8 Mi Python iterations, 10 s). Both take the same additions in the same
+    order, so the same bits.
     """
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    out_shape = (*batch, a.shape[-2], b.shape[-1])
-    depth = a.shape[-1]
-    if depth == 0:
-        return np.zeros(out_shape, dtype=a.dtype)
-    acc = np.array(np.broadcast_to(a[..., :, 0:1] * b[..., 0:1, :], out_shape))
-    for k in range(1, depth):
-        acc += a[..., :, k : k + 1] * b[..., k : k + 1, :]
-    return acc
+    return _fold_in_blocks(a, b, None, nan_via_loop=True)
 
 
 def fold_matmul_where(a: Array, b: Array, allowed: Array) -> Array:
@@ -101,9 +100,29 @@ def fold_matmul_where(a: Array, b: Array, allowed: Array) -> Array:
     replaced by ``+0.0``, which changes no sum except the sign of a zero one (a row whose allowed
     terms are all ``-0.0`` sums to ``+0.0`` when any of its terms is blocked).
     This is how the hard-mask attention contractions keep values at blocked positions out of
-    the result (DESIGN.md §1.9).
+    the result (DESIGN.md §1.9).  Small results are folded in blocks, as in :func:`fold_matmul`.
     """
     allowed = np.broadcast_to(allowed, np.broadcast_shapes(allowed.shape, a.shape))
+    return _fold_in_blocks(a, b, allowed, nan_via_loop=True)
+
+
+def _fold_matmul_loop(a: Array, b: Array) -> Array:
+    """:func:`fold_matmul` one term of the contracted axis at a time (one vectorised addition of
+    the result's size per term)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out_shape = (*batch, a.shape[-2], b.shape[-1])
+    depth = a.shape[-1]
+    if depth == 0:
+        return np.zeros(out_shape, dtype=a.dtype)
+    acc = np.array(np.broadcast_to(a[..., :, 0:1] * b[..., 0:1, :], out_shape))
+    for k in range(1, depth):
+        acc += a[..., :, k : k + 1] * b[..., k : k + 1, :]
+    return acc
+
+
+def _fold_matmul_where_loop(a: Array, b: Array, allowed: Array) -> Array:
+    """:func:`fold_matmul_where` one term of the contracted axis at a time (``allowed`` already
+    broadcast against ``a``)."""
     batch = np.broadcast_shapes(allowed.shape[:-2], b.shape[:-2])
     out_shape = (*batch, a.shape[-2], b.shape[-1])
     zero = a.dtype.type(0)
@@ -166,20 +185,29 @@ against 31 at 256 and 740 against 76 at 4096 (review84 F1: a 256 x 256 matmul's 
 276 ms instead of 26 when blocks were used up to 2**17 entries)."""
 
 
-def _fold_in_blocks(left: Array, right: Array, allowed: Array | None) -> Array:
+def _fold_in_blocks(left: Array, right: Array, allowed: Array | None, *, nan_via_loop: bool = False) -> Array:
     """:func:`fold_matmul` (or :func:`fold_matmul_where` with ``allowed``) of ``left`` ``(..., M,
-    L)`` and ``right`` ``(..., L, N)`` (same leading axes), faster where the contracted axis is
-    long and the matrices small (a broadcast batch merged into it: 50 000 items of 2 x 2 took 130
-    ms one term at a time, review82 F7). The terms of a block of the contracted axis are formed at
-    once and added to the running sum by one ``np.add.accumulate`` over ``[sum, terms...]``, a
-    sequential recurrence: the order, and so the bits, are those of the one-term loop. Where one
-    term of the axis feeds more than :data:`BLOCKED_STEP_TERMS` output entries, the one-term loop
-    runs (its vector additions are then long enough to be the faster way)."""
+    L)`` and ``right`` ``(..., L, N)`` (broadcastable leading axes), faster where the contracted
+    axis is long and the result small (a broadcast batch merged into it: 50 000 items of 2 x 2 took
+    130 ms one term at a time, review82 F7; a dot product or a linear layer's weight gradient over
+    many rows, review243 F8). The terms of a block of the contracted axis are formed at once and
+    added to the running sum by one ``np.add.accumulate`` over ``[sum, terms...]``, a sequential
+    recurrence: the order, and so the bits, are those of the one-term loop. Where one term of the
+    axis feeds more than :data:`BLOCKED_STEP_TERMS` output entries, the one-term loop runs (its
+    vector additions are then long enough to be the faster way). Returns a fresh C-contiguous
+    array (never a view of a block's buffer).
+
+    Which of two NaNs an addition keeps (sign and payload) is numpy's choice and differs between
+    its code paths (an in-place add on a one-entry array keeps the second, ``accumulate`` the
+    first); every other result is fixed by IEEE arithmetic and the order. With ``nan_via_loop``
+    (:func:`fold_matmul`, :func:`fold_matmul_where`: review243 F8), a result holding a NaN is
+    recomputed by the one-term loop, so that these keep the loop's bits in every case."""
     rows, length, cols = left.shape[-2], left.shape[-1], right.shape[-1]
-    per_step = math.prod(left.shape[:-1]) * cols
+    shapes = [left.shape[:-2], right.shape[:-2]] + ([] if allowed is None else [allowed.shape[:-2]])
+    per_step = math.prod(np.broadcast_shapes(*shapes)) * rows * cols
     block = BLOCK_TERMS // max(per_step, 1)
     if per_step > BLOCKED_STEP_TERMS or block < 8 or length == 0:
-        return fold_matmul(left, right) if allowed is None else fold_matmul_where(left, right, allowed)
+        return _fold_loop(left, right, allowed)
     zero = left.dtype.type(0)
     total: Array | None = None
     for start in range(0, length, block):
@@ -191,4 +219,13 @@ def _fold_in_blocks(left: Array, right: Array, allowed: Array | None) -> Array:
             terms = np.concatenate([total[..., :, None, :], terms], axis=-2)
         total = np.add.accumulate(terms, axis=-2)[..., -1, :]
     assert total is not None and total.shape[-2:] == (rows, cols)
-    return total
+    if nan_via_loop and np.isnan(total).any():
+        return _fold_loop(left, right, allowed)
+    return total.copy()  # C-contiguous, and does not keep the last block's buffer alive
+
+
+def _fold_loop(left: Array, right: Array, allowed: Array | None) -> Array:
+    """The one-term loop of :func:`fold_matmul` (``allowed`` None) or :func:`fold_matmul_where`."""
+    if allowed is None:
+        return _fold_matmul_loop(left, right)
+    return _fold_matmul_where_loop(left, right, allowed)
