@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import torchlean as tl
-from torchlean.backend.errors import GuardError
+from torchlean.backend.errors import GuardError, GuardTypeError
 from torchlean.tensor import TensorError
 
 HUGE = 2**40
@@ -131,3 +131,85 @@ def test_item_assignment_with_masks_that_fit_still_writes() -> None:
         t[..., np.array([False, False, True])] = 3.0
         t[torch.tensor([[False, True, False], [False] * 3])] = 4.0
     np.testing.assert_array_equal(t.numpy(), [[2, 4, 3], [1, 1, 3]])
+
+
+# ------------------------------------------------------------------ F2: sdpa mask, gather index
+
+
+def _mask_view(*shape: int, container: str = "numpy") -> object:
+    if container == "numpy":
+        return np.broadcast_to(np.True_, shape)
+    return torch.ones((), dtype=torch.bool).expand(*shape)
+
+
+@pytest.mark.parametrize("container", ["numpy", "torch"])
+def test_sdpa_refuses_a_mask_shape_before_copying_it(container: str) -> None:
+    q = _f32(1, 2, 3)
+    with pytest.raises(GuardError) as info:
+        tl.scaled_dot_product_attention(q, q, q, _mask_view(HUGE, 2, 2, container=container))
+    assert str(info.value) == (
+        f"scaled_dot_product_attention: mask ({HUGE}, 2, 2) does not broadcast to the scores' shape "
+        "(1, 2, 2) (accepted: a mask broadcastable to (..., nQ, nK))"
+    )
+    with pytest.raises(GuardError, match=r"shapes are not broadcastable: scores \(1, 2, 2\), mask"):
+        tl.scaled_dot_product_attention(q, q, q, _mask_view(3, HUGE, container=container))
+
+
+def test_sdpa_refuses_a_grouped_mask_shape_before_copying_it() -> None:
+    q, kv = _f32(1, 4, 2, 3), _f32(1, 2, 2, 3)
+    with pytest.raises(GuardError, match=r"the mask's head axis \(-3\) must be 1 or q's 4; got mask \(1099"):
+        tl.scaled_dot_product_attention(q, kv, kv, _mask_view(HUGE, 2, 2), enable_gqa=True)
+    with pytest.raises(GuardError, match=r"with enable_gqa=True, the mask does not broadcast"):
+        tl.scaled_dot_product_attention(q, kv, kv, _mask_view(HUGE, 1, 2, 2), enable_gqa=True)
+
+
+def test_sdpa_mask_refusal_order_is_kept() -> None:
+    q = _f32(1, 2, 3)
+    small = np.ones((5, 2, 2))  # a float mask: the dtype refusal first, as for a Tensor mask
+    for mask in (small, tl.tensor(small)):
+        with pytest.raises(GuardTypeError, match="mask has dtype float64"):
+            tl.scaled_dot_product_attention(q, q, q, mask)
+    with pytest.raises(GuardError, match="has dtype float64"):  # q, k, v dtypes before the mask
+        tl.scaled_dot_product_attention(q, tl.tensor(np.ones((1, 2, 3))), q, np.ones((5, 2, 2), bool))
+    with pytest.raises(GuardError, match="rank below 2"):
+        tl.scaled_dot_product_attention(_f32(3), _f32(3), _f32(3), np.ones((5, 2, 2), bool))
+    out = tl.scaled_dot_product_attention(q, q, q, _mask_view(2, 2))
+    assert out.shape == (1, 2, 3)
+
+
+@pytest.mark.parametrize("container", ["numpy", "torch"])
+def test_gather_refuses_an_index_shape_before_casting_it(container: str) -> None:
+    x = _f32(1, 2, 3)
+    view = np.broadcast_to(np.int32(0), (HUGE, 2))
+    index = view if container == "numpy" else torch.zeros((), dtype=torch.int32).expand(HUGE, 2)
+    with pytest.raises(GuardError) as info:
+        tl.gather(x, index, 0)
+    assert str(info.value) == (
+        f"gather: index ({HUGE}, 2) does not fit input x (1, 2, 3) (accepted: the same rank and index "
+        "extents <= the input's on every axis but 0)"
+    )
+    with pytest.raises(GuardError, match=r"gather: index \(1099511627776, 2, 3\) does not fit"):
+        tl.gather(x, np.broadcast_to(np.int64(0), (HUGE, 2, 3)), 2)
+
+
+def test_scatter_add_refuses_an_index_shape_before_casting_it() -> None:
+    base = _f32(2, 3)
+    with pytest.raises(GuardError) as info:
+        tl.scatter_add(base, np.broadcast_to(np.uint8(0), (2, HUGE)), base, 0)
+    assert str(info.value) == (
+        f"scatter_add: index (2, {HUGE}) does not fit base (2, 3) and src (2, 3) (accepted: one rank; "
+        "index extents <= src's on every axis and <= base's on every axis but 0)"
+    )
+
+
+def test_gather_index_refusal_order_is_kept() -> None:
+    x = _f32(2, 3)
+    with pytest.raises(GuardError, match="index has dtype float64"):
+        tl.gather(x, np.zeros((5, 5)), 0)
+    with pytest.raises(GuardError, match="input x has dtype int64"):
+        tl.gather(tl.tensor(np.ones((2, 3), np.int64)), np.zeros((5, 5), np.int64), 0)
+    with pytest.raises(GuardError, match="axis"):
+        tl.gather(x, np.zeros((2, 3), np.int64), 5)
+    with pytest.raises(GuardError, match="out of range for extent 2 along axis 0"):
+        tl.gather(x, np.full((1, 3), 2), 0)
+    np.testing.assert_array_equal(tl.gather(x, np.broadcast_to(np.int64(1), (2, 3)), 0).numpy(), x.numpy())

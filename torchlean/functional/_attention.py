@@ -9,10 +9,14 @@ import numpy as np
 import numpy.typing as npt
 
 from torchlean._tensor_args import _UNSET, _Unset
-from torchlean._torch_host import declared_shape
+from torchlean._torch_host import declared_shape, is_torch_tensor, torch_refusal
 from torchlean.autograd.session import run_op
 from torchlean.backend.errors import GuardError
-from torchlean.backend.providers.reference.guards import check_mask_shape
+from torchlean.backend.providers.reference.guards import (
+    check_mask_shape,
+    check_sdpa_mask_shape,
+    sdpa_scores_shape,
+)
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
@@ -217,16 +221,47 @@ def scaled_dot_product_attention(
             mask = np.tril(np.ones((q_shape[-2], k_shape[-2]), dtype=bool))
     if not isinstance(enable_gqa, bool | np.bool_):
         raise TensorTypeError(f"{fn}: enable_gqa must be a bool (torch's default False), got {enable_gqa!r}")
-    mask_t = None if mask is None else _mask(fn, mask, q)
     params: dict[str, Any] = {}
     if scale is not None:
         params["scale"] = _real(fn, "scale", scale)
+    mask_shape = None if mask is None or isinstance(mask, Tensor) else declared_shape(mask)
+    if is_torch_tensor(mask) and torch_refusal("mask", mask) is not None:
+        mask_shape = None  # refused as it is read
+    if mask_shape is not None:  # before the copy (review243 F2)
+        _check_mask_before_copy(fn, q, k, v, mask, mask_shape, bool(enable_gqa))
+    mask_t = None if mask is None else _mask(fn, mask, q)
     if not enable_gqa:
         _refuse_ungrouped_heads(fn, q, k, v)
         return run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
     q, k, v, mask_t, heads = _grouped(fn, q, k, v, mask_t)
     out = run_op(BackendOp.SCALED_DOT_PRODUCT_ATTENTION, (q, k, v, mask_t), params)
     return out if heads is None else reshape(out, (*out.shape[:-4], heads, *out.shape[-2:]))
+
+
+def _check_mask_before_copy(
+    fn: str, q: object, k: object, v: object, mask: object, mask_shape: tuple[int, ...], grouped: bool
+) -> None:
+    """Refuse the declared shape of array data ``mask`` as the checks after its copy would, where
+    they would come to it: with ``enable_gqa=True`` the grouped checks (:func:`_grouped`, which see
+    the mask's shape before any dtype), else the kernel guard's, only for a boolean mask (another
+    dtype is refused first, as for a Tensor mask) and q, k, v of one float dtype.
+
+    Raises:
+        GuardError: as :func:`_grouped`, or the guard's ``mask ... does not broadcast to the
+            scores' shape ...`` and the q, k, v shape faults it checks before the mask.
+    """
+    if grouped:
+        _grouped_heads(fn, q, k, v, mask_shape)
+        return
+    if str(getattr(mask, "dtype", "")) not in ("bool", "torch.bool"):
+        return
+    operands = [t for t in (q, k, v) if isinstance(t, Tensor)]
+    dtypes = {t.dtype for t in operands}
+    if len(operands) < 3 or len(dtypes) != 1 or dtypes.pop() not in (np.float32, np.float64):
+        return  # the guard refuses an operand or its dtype first
+    _refuse_ungrouped_heads(fn, q, k, v)
+    q_shape, k_shape, v_shape = (t.shape for t in operands)
+    check_sdpa_mask_shape(sdpa_scores_shape(q_shape, k_shape, v_shape), mask_shape)
 
 
 def _check_grouped_shapes(
@@ -295,6 +330,40 @@ def _refuse_ungrouped_heads(fn: str, q: object, k: object, v: object) -> None:
         )
 
 
+def _grouped_heads(
+    fn: str, q: object, k: object, v: object, mask: tuple[int, ...] | None
+) -> tuple[int, int] | None:
+    """The checks of :func:`_grouped` on the shapes of q, k, v and the mask (also applied to a
+    mask's declared shape before it is copied, review243 F2); returns ``(Hq, Hkv)``, or None when
+    there is no head at all (``Hq == Hkv == 0``: nothing more is checked, as before).
+
+    Raises:
+        GuardError: as :func:`_grouped`.
+        TensorTypeError: q, k or v is not a Tensor.
+    """
+    shapes = {name: _require_tensor(fn, name, t).shape for name, t in (("q", q), ("k", k), ("v", v))}
+    if min(len(shape) for shape in shapes.values()) < 3:
+        raise GuardError(
+            f"{fn}: enable_gqa=True needs q, k and v of rank 3 or more, heads on axis -3; got "
+            + ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        )
+    heads, kv_heads = shapes["q"][-3], shapes["k"][-3]
+    if heads == kv_heads == shapes["v"][-3] == 0:  # review145 F6
+        return None
+    if shapes["v"][-3] != kv_heads or kv_heads == 0 or heads % kv_heads != 0:
+        raise GuardError(
+            f"{fn}: enable_gqa=True needs k and v with the same number of heads (axis -3), a "
+            f"nonzero divisor of q's: q has {heads}, k {kv_heads}, v {shapes['v'][-3]}"
+        )
+    if mask is not None and len(mask) >= 3 and mask[-3] not in (1, heads):
+        raise GuardError(
+            f"{fn}: with enable_gqa=True the mask's head axis (-3) must be 1 or q's {heads}; "
+            f"got mask {mask}"
+        )
+    _check_grouped_shapes(fn, shapes, mask)
+    return heads, kv_heads
+
+
 def _grouped(
     fn: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, int | None]:
@@ -305,31 +374,15 @@ def _grouped(
     Raises:
         GuardError: as :func:`scaled_dot_product_attention` with ``enable_gqa=True``.
     """
-    shapes = {name: _require_tensor(fn, name, t).shape for name, t in (("q", q), ("k", k), ("v", v))}
-    if min(len(shape) for shape in shapes.values()) < 3:
-        raise GuardError(
-            f"{fn}: enable_gqa=True needs q, k and v of rank 3 or more, heads on axis -3; got "
-            + ", ".join(f"{name} {shape}" for name, shape in shapes.items())
-        )
-    heads, kv_heads = shapes["q"][-3], shapes["k"][-3]
-    if heads == kv_heads == shapes["v"][-3] == 0:  # review145 F6
+    counts = _grouped_heads(fn, q, k, v, None if mask is None else mask.shape)
+    if counts is None:  # review145 F6
         return q, k, v, mask, None
-    if shapes["v"][-3] != kv_heads or kv_heads == 0 or heads % kv_heads != 0:
-        raise GuardError(
-            f"{fn}: enable_gqa=True needs k and v with the same number of heads (axis -3), a "
-            f"nonzero divisor of q's: q has {heads}, k {kv_heads}, v {shapes['v'][-3]}"
-        )
+    heads, kv_heads = counts
     group = heads // kv_heads
 
     def split(t: Tensor, into: tuple[int, int]) -> Tensor:
         return reshape(t, (*t.shape[:-3], *into, *t.shape[-2:]))
 
-    if mask is not None and len(mask.shape) >= 3 and mask.shape[-3] not in (1, heads):
-        raise GuardError(
-            f"{fn}: with enable_gqa=True the mask's head axis (-3) must be 1 or q's {heads}; "
-            f"got mask {mask.shape}"
-        )
-    _check_grouped_shapes(fn, shapes, None if mask is None else mask.shape)
     if mask is not None and len(mask.shape) >= 3:
         mask = split(mask, (kv_heads, group) if mask.shape[-3] == heads else (1, 1))
     return split(q, (kv_heads, group)), split(k, (kv_heads, 1)), split(v, (kv_heads, 1)), mask, heads

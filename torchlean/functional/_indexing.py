@@ -14,7 +14,9 @@ import numpy.typing as npt
 from torchlean._checks import is_builtin_or_numpy_int, is_int, shown
 from torchlean._tensor_args import _UNSET, _Unset
 from torchlean._tensor_errors import TensorIndexError, _preview, _type_name
+from torchlean._torch_host import declared_shape, is_torch_tensor, torch_refusal
 from torchlean.autograd.session import run_op
+from torchlean.backend.providers.reference.guards import check_gather_shapes, check_scatter_add_shapes
 from torchlean.backend.vocabulary import BackendOp
 from torchlean.functional._operands import _index, _is_array_data, _require_tensor
 from torchlean.functional._params import _int, _ints, _required_axis
@@ -318,6 +320,22 @@ def _axis_last(fn: str, axis: object, index: object) -> int:
         ) from None
 
 
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _integer_index_shape(index: object) -> tuple[int, ...] | None:
+    """The declared shape of array data ``index`` (a numpy array, a torch tensor) of an integer
+    dtype that becomes int64, read without copying it, so that the guard's shape rules refuse it
+    before the cast (review243 F2: a view declaring 2**28 rows was cast first); else None (a
+    Tensor, lists, another dtype, which the guard or the cast refuses first)."""
+    shape = declared_shape(index)
+    if shape is None or (is_torch_tensor(index) and torch_refusal("index", index) is not None):
+        return None
+    dtype = str(getattr(index, "dtype", "")).removeprefix("torch.")
+    integer = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    return shape if dtype in integer else None
+
+
 def gather(
     x: Tensor,
     index: Tensor | npt.ArrayLike,
@@ -347,6 +365,9 @@ def gather(
     x = _require_tensor("gather", "x", x)
     chosen = _required_axis("gather", axis, dim)
     params = {"axis": _axis_last("gather", chosen, index)}
+    shape = _integer_index_shape(index)
+    if shape is not None and x.dtype in _FLOATS:  # before the copy (review243 F2)
+        check_gather_shapes(x.shape, shape, params["axis"])
     return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", chosen)), params)
 
 
@@ -377,4 +398,7 @@ def scatter_add(
     base = _require_tensor("scatter_add", "base", base)
     chosen = _required_axis("scatter_add", axis, dim)
     params = {"axis": _axis_last("scatter_add", chosen, index)}
+    shape = _integer_index_shape(index)
+    if shape is not None and isinstance(src, Tensor) and base.dtype == src.dtype and base.dtype in _FLOATS:
+        check_scatter_add_shapes(base.shape, shape, src.shape, params["axis"])  # review243 F2
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", chosen), src), params)

@@ -739,11 +739,11 @@ def _index_range(op: str, index: Array, extent: int, axis: int) -> None:
         raise index_out_of_range(op, low if low < 0 else high, extent, axis)
 
 
-def _refuse_rank_0(op: str, operands: Sequence[tuple[str, Array]], result: str) -> None:
+def _refuse_rank_0(op: str, operands: Sequence[tuple[str, Sequence[int]]], result: str) -> None:
     """``gather`` and ``scatter_add`` index along an axis of rank >= 1 operands; torch also takes
     0-d ones, each read as one element along dim 0 or -1 (review153 L1, review154 L6): refused,
     naming the 0-d operands and how to run the call here."""
-    flat = [name for name, arr in operands if arr.ndim == 0]
+    flat = [name for name, shape in operands if len(shape) == 0]
     if flat:
         raise _fail(
             op,
@@ -761,17 +761,31 @@ def check_gather(x: object, index: object, *, axis: object) -> Shape:
     op = "gather"
     arr = _float_input(op, "input x", x)
     idx = check_canonical_layout(index, op=op, name="index", role="index")
-    _refuse_rank_0(op, [("input x", arr), ("index", idx)], "the index's shape")
-    ax = _axis(op, axis, arr.ndim)
-    fits = idx.ndim == arr.ndim and all(idx.shape[d] <= arr.shape[d] for d in range(arr.ndim) if d != ax)
+    ax = check_gather_shapes(arr.shape, idx.shape, axis)
+    _index_range(op, idx, arr.shape[ax], ax)
+    return tuple(idx.shape)
+
+
+def check_gather_shapes(x: Sequence[int], index: Sequence[int], axis: object) -> int:
+    """The shape rules of :func:`check_gather` (no 0-d operand, ``axis`` in range, the index's
+    rank and extents), which the runtime also applies to an index's declared shape before
+    copying it (review243 F2: a broadcast view declaring 2**28 rows was cast to int64 first).
+    Returns the normalised axis.
+
+    Raises:
+        GuardError: as :func:`check_gather` for these faults.
+    """
+    op = "gather"
+    _refuse_rank_0(op, [("input x", x), ("index", index)], "the index's shape")
+    ax = _axis(op, axis, len(x))
+    fits = len(index) == len(x) and all(index[d] <= x[d] for d in range(len(x)) if d != ax)
     if not fits:
         raise _fail(
             op,
-            f"index {_shape_text(idx.shape)} does not fit input x {_shape_text(arr.shape)} "
+            f"index {_shape_text(index)} does not fit input x {_shape_text(x)} "
             f"(accepted: the same rank and index extents <= the input's on every axis but {ax})",
         )
-    _index_range(op, idx, arr.shape[ax], ax)
-    return tuple(idx.shape)
+    return ax
 
 
 def check_scatter_add(base: object, index: object, src: object, *, axis: object) -> Shape:
@@ -784,22 +798,37 @@ def check_scatter_add(base: object, index: object, src: object, *, axis: object)
     idx = check_canonical_layout(index, op=op, name="index", role="index")
     source = _float_input(op, "src", src)
     _same_dtype(op, [("base", out), ("src", source)])
-    _refuse_rank_0(op, [("base", out), ("index", idx), ("src", source)], "base's shape")
-    ax = _axis(op, axis, out.ndim)
+    ax = check_scatter_add_shapes(out.shape, idx.shape, source.shape, axis)
+    _index_range(op, idx, out.shape[ax], ax)
+    return tuple(out.shape)
+
+
+def check_scatter_add_shapes(
+    base: Sequence[int], index: Sequence[int], src: Sequence[int], axis: object
+) -> int:
+    """The shape rules of :func:`check_scatter_add` (no 0-d operand, ``axis`` in range, one rank,
+    the index's extents), which the runtime also applies to an index's declared shape before
+    copying it (review243 F2). Returns the normalised axis.
+
+    Raises:
+        GuardError: as :func:`check_scatter_add` for these faults.
+    """
+    op = "scatter_add"
+    _refuse_rank_0(op, [("base", base), ("index", index), ("src", src)], "base's shape")
+    ax = _axis(op, axis, len(base))
     fits = (
-        idx.ndim == out.ndim == source.ndim
-        and all(idx.shape[d] <= source.shape[d] for d in range(idx.ndim))
-        and all(idx.shape[d] <= out.shape[d] for d in range(idx.ndim) if d != ax)
+        len(index) == len(base) == len(src)
+        and all(index[d] <= src[d] for d in range(len(index)))
+        and all(index[d] <= base[d] for d in range(len(index)) if d != ax)
     )
     if not fits:
         raise _fail(
             op,
-            f"index {_shape_text(idx.shape)} does not fit base {_shape_text(out.shape)} and src "
-            f"{_shape_text(source.shape)} (accepted: one rank; index extents <= src's on every "
+            f"index {_shape_text(index)} does not fit base {_shape_text(base)} and src "
+            f"{_shape_text(src)} (accepted: one rank; index extents <= src's on every "
             f"axis and <= base's on every axis but {ax})",
         )
-    _index_range(op, idx, out.shape[ax], ax)
-    return tuple(out.shape)
+    return ax
 
 
 # ---------------------------------------------------------------------------------- contractions
@@ -888,40 +917,64 @@ def check_scaled_dot_product_attention(
     ks = _float_input(op, "key k", k)
     vs = _float_input(op, "value v", v)
     _same_dtype(op, [("query q", qs), ("key k", ks), ("value v", vs)])
-    if qs.ndim < 2 or ks.ndim < 2 or vs.ndim < 2:
-        raise _fail(
-            op,
-            f"query q {_shape_text(qs.shape)}, key k {_shape_text(ks.shape)}, value v "
-            f"{_shape_text(vs.shape)}: rank below 2 (accepted: q (..., nQ, d), k (..., nK, d), "
-            "v (..., nK, dv))",
-        )
-    if qs.shape[-1] != ks.shape[-1] or ks.shape[-2] != vs.shape[-2]:
-        which = (f"q's d = {qs.shape[-1]} and k's d = {ks.shape[-1]} differ"  # review193 F2: which axis
-                 if qs.shape[-1] != ks.shape[-1] else
-                 f"k's nK = {ks.shape[-2]} and v's nK = {vs.shape[-2]} differ")
-        raise _fail(
-            op,
-            f"query q {_shape_text(qs.shape)}, key k {_shape_text(ks.shape)}, value v "
-            f"{_shape_text(vs.shape)} do not fit: {which} (accepted: q (..., nQ, d), k (..., nK, d), "
-            "v (..., nK, dv))",
-        )
-    batch = _broadcast(
-        op, [("q batch", qs.shape[:-2]), ("k batch", ks.shape[:-2]), ("v batch", vs.shape[:-2])]
-    )
-    scores = (*batch, qs.shape[-2], ks.shape[-2])
-    check_numel(op, scores, "scores shape")
+    scores = sdpa_scores_shape(qs.shape, ks.shape, vs.shape)
     if mask is not None:
         allowed = check_canonical_layout(mask, op=op, name="mask", role="mask")
-        if _broadcast(op, [("scores", scores), ("mask", allowed.shape)]) != scores:
-            raise _fail(
-                op,
-                f"mask {_shape_text(allowed.shape)} does not broadcast to the scores' shape "
-                f"{_shape_text(scores)} (accepted: a mask broadcastable to (..., nQ, nK))",
-            )
+        check_sdpa_mask_shape(scores, allowed.shape)
     _scale_param(op, scale)
-    out = (*batch, qs.shape[-2], vs.shape[-1])
+    out = (*scores[:-1], vs.shape[-1])
     check_numel(op, out, "output shape")
     return out
+
+
+def sdpa_scores_shape(q: Sequence[int], k: Sequence[int], v: Sequence[int]) -> Shape:
+    """The scores' shape ``(..., nQ, nK)`` of ``scaled_dot_product_attention`` on q, k, v of these
+    shapes: the shape rules of :func:`check_scaled_dot_product_attention` (ranks, d and nK, the
+    batch broadcast), which the runtime also applies before copying a mask (review243 F2).
+
+    Raises:
+        GuardError: as :func:`check_scaled_dot_product_attention` for these faults.
+    """
+    op = "scaled_dot_product_attention"
+    if len(q) < 2 or len(k) < 2 or len(v) < 2:
+        raise _fail(
+            op,
+            f"query q {_shape_text(q)}, key k {_shape_text(k)}, value v "
+            f"{_shape_text(v)}: rank below 2 (accepted: q (..., nQ, d), k (..., nK, d), "
+            "v (..., nK, dv))",
+        )
+    if q[-1] != k[-1] or k[-2] != v[-2]:
+        which = (f"q's d = {q[-1]} and k's d = {k[-1]} differ"  # review193 F2: which axis
+                 if q[-1] != k[-1] else
+                 f"k's nK = {k[-2]} and v's nK = {v[-2]} differ")
+        raise _fail(
+            op,
+            f"query q {_shape_text(q)}, key k {_shape_text(k)}, value v "
+            f"{_shape_text(v)} do not fit: {which} (accepted: q (..., nQ, d), k (..., nK, d), "
+            "v (..., nK, dv))",
+        )
+    batch = _broadcast(op, [("q batch", q[:-2]), ("k batch", k[:-2]), ("v batch", v[:-2])])
+    scores = (*batch, q[-2], k[-2])
+    check_numel(op, scores, "scores shape")
+    return scores
+
+
+def check_sdpa_mask_shape(scores: Sequence[int], mask: Sequence[int]) -> None:
+    """Refuse a ``scaled_dot_product_attention`` mask shape that does not broadcast *to* the
+    ``scores`` shape (:func:`sdpa_scores_shape`), as :func:`check_scaled_dot_product_attention`
+    does; the runtime applies it before copying a mask (review243 F2).
+
+    Raises:
+        GuardError: ``shapes are not broadcastable: ...`` or ``mask ... does not broadcast to the
+            scores' shape ...``.
+    """
+    op = "scaled_dot_product_attention"
+    if _broadcast(op, [("scores", scores), ("mask", mask)]) != tuple(scores):
+        raise _fail(
+            op,
+            f"mask {_shape_text(mask)} does not broadcast to the scores' shape "
+            f"{_shape_text(scores)} (accepted: a mask broadcastable to (..., nQ, nK))",
+        )
 
 
 # --------------------------------------------------------------------------------- random sources
