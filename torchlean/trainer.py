@@ -527,46 +527,61 @@ def _rectangular(values: npt.ArrayLike, what: str) -> Array:
     return host_array(values, what, TrainerError, accepted)
 
 
+def _real_kind(array: Array, what: str) -> None:
+    """Refuse data that is not real numbers (by dtype: strings, objects, complex numbers)."""
+    if array.dtype.kind not in "biuf":
+        raise TrainerError(
+            f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
+        )
+
+
+def _cast_real(array: Array, dtype: np.dtype[np.floating], what: str) -> Array:
+    """Real-number ``array`` (:func:`_real_kind`) as ``dtype``; raises TrainerError for finite values
+    that ``dtype`` cannot hold (``1e39`` in float32, which the cast would make ``inf``). The
+    overflow check looks for an infinity in the cast first, and only when it finds one builds the
+    mask of the finite values the cast made infinite (review243 F4: two full-size masks on every
+    call)."""
+    if array.dtype == dtype:  # nothing to cast (no overflow to check)
+        return array
+    with np.errstate(over="ignore"):
+        cast = np.asarray(array, dtype=dtype)
+    infinite = np.isinf(cast)
+    if infinite.any():
+        overflowed = infinite & np.isfinite(array)
+        if overflowed.any():
+            largest = np.max(np.abs(array[overflowed]))
+            wider = "" if dtype == np.float64 else "; use dtype float64"
+            values = _count(int(overflowed.sum()), "value")
+            raise TrainerError(
+                f"{what} hold {values} beyond the {dtype} range (largest magnitude {largest!s}; accepted: "
+                f"magnitude at most {np.finfo(dtype).max!s}, as numpy prints {dtype}'s largest value{wider})"
+            )
+    return cast
+
+
 def _real_array(values: npt.ArrayLike, dtype: np.dtype[np.floating], what: str) -> Array:
     """``values`` as an array of ``dtype``; raises TrainerError for data that is not real numbers
     (strings, objects, complex numbers, ragged sequences) or holds finite values that ``dtype``
     cannot (``1e39`` in float32, which the cast would make ``inf``)."""
     array = _rectangular(values, what)
-    if array.dtype.kind not in "biuf":
-        raise TrainerError(
-            f"{what} must be real numbers (accepted: bool, integer or float arrays), got dtype {array.dtype}"
-        )
-    if array.dtype == dtype:  # nothing to cast (no overflow to check)
-        return array
-    with np.errstate(over="ignore"):
-        cast = np.asarray(array, dtype=dtype)
-    overflowed = np.isinf(cast) & np.isfinite(array)
-    if overflowed.any():
-        largest = np.max(np.abs(array[overflowed]))
-        wider = "" if dtype == np.float64 else "; use dtype float64"
-        values = _count(int(overflowed.sum()), "value")
-        raise TrainerError(
-            f"{what} hold {values} beyond the {dtype} range (largest magnitude {largest!s}; accepted: "
-            f"magnitude at most {np.finfo(dtype).max!s}, as numpy prints {dtype}'s largest value{wider})"
-        )
-    return cast
+    _real_kind(array, what)
+    return _cast_real(array, dtype, what)
 
 
-def _id_array(values: npt.ArrayLike, count: int) -> Inputs:
-    """``values`` as int64 ids in ``[0, count)`` for a model whose first layer takes ids (an
-    embedding of ``count`` rows).
-
-    Raises:
-        TrainerError: data that is not integers (floats, bools, strings: torch's embedding takes
-            Long/Int indices only) or an id outside ``[0, count)``, naming the value.
-    """
-    array = _rectangular(values, "inputs")
+def _id_kind(array: Array, count: int) -> None:
+    """Refuse ids that are not integers (floats, bools, strings: torch's embedding takes Long/Int
+    indices only) for a first layer that looks up ``count`` rows."""
     if array.dtype.kind not in "iu":
         raise TrainerError(
             f"inputs must be ids, integers in [0, {count}), for this model (its first layer looks them "
             f"up: an embedding of {count} rows); got dtype {array.dtype} (integral values can be cast with "
             ".astype(np.int64))"
         )
+
+
+def _ids_in_range(array: Array, count: int) -> Inputs:
+    """Integer ``array`` (:func:`_id_kind`) as int64 ids; raises TrainerError for an id outside
+    ``[0, count)``, naming the value."""
     outside = id_outside(array, count)
     if outside is not None:
         raise TrainerError(
@@ -1262,18 +1277,37 @@ class Trainer(Generic[In, Out]):
     # --------------------------------------------------------------------------------- data
 
     def _x(self, x: npt.ArrayLike) -> Inputs:
+        return self._x_values(self._x_array(x))
+
+    def _x_array(self, x: npt.ArrayLike) -> Array:
+        """``x`` read as an array and refused by its dtype and its declared shape, not yet cast
+        (review243 F4: a float64 input was cast to the model dtype, and ids range-checked, before
+        the shape refusal); :meth:`_x_values` casts it."""
+        array = _rectangular(x, "inputs")
         count = self.model.layer.index_count()
-        array = (
-            _real_array(x, self.model.dtype, "inputs")
-            if count is None
-            else _id_array(x, count)
-        )
+        if count is None:
+            _real_kind(array, "inputs")
+        else:
+            _id_kind(array, count)
         if array.shape[1:] != self.model.input_shape:
             raise TrainerError(
                 f"inputs must have shape (n, {', '.join(map(str, self.model.input_shape))}), "
                 f"got {tuple(array.shape)}"
             )
         return array
+
+    def _x_values(self, array: Array) -> Inputs:
+        """:meth:`_x_array`'s array as the model reads it: cast to the model dtype (finite values
+        beyond its range refused), or int64 ids in range."""
+        count = self.model.layer.index_count()
+        return _cast_real(array, self.model.dtype, "inputs") if count is None else _ids_in_range(array, count)
+
+    def _x_and_y(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Inputs, Targets]:
+        """Inputs and targets as :meth:`_x` and :meth:`_y` read them, both refused by shape (the
+        row counts too) before the inputs are cast (review243 F4)."""
+        array = self._x_array(x)
+        ys = self._y(y, array.shape[0])
+        return self._x_values(array), ys
 
     def _y(self, y: npt.ArrayLike, n: int) -> Targets:
         array = _rectangular(y, "targets")
@@ -1318,8 +1352,7 @@ class Trainer(Generic[In, Out]):
     ) -> tuple[Inputs, Targets]:
         """Inputs and targets as :meth:`_x` and :meth:`_y` read them, refused when not finite
         (``consequence``: what such values would do)."""
-        xs = self._x(x)
-        ys = self._y(y, xs.shape[0])
+        xs, ys = self._x_and_y(x, y)
         _finite_for_training(xs, "inputs", consequence)
         _finite_for_training(ys, "targets", consequence)
         return xs, ys
@@ -2071,8 +2104,7 @@ class Trainer(Generic[In, Out]):
                 capsule for: eager at the op's first use, typed graph when its graph is accepted,
                 under the no-grad policy as eager inference).
         """
-        xs = self._x(x)  # the data before the session opens, as predict's (review132 F4)
-        targets = self._y(y, xs.shape[0])
+        xs, targets = self._x_and_y(x, y)  # the data before the session opens, as predict's (review132 F4)
         if self.objective is Objective.CROSS_ENTROPY:  # a chunk of logits at a time (a vocabulary's)
             session = self.open()
             labels = targets if targets.dtype.kind in "iu" else targets.argmax(axis=-1)

@@ -208,6 +208,13 @@ class Model(PicklesAtEveryProtocol):
                     f"state entry {spec.name} is a {type(entry).__name__} that requires grad (accepted: "
                     "arrays of its values, e.g. its .detach(), or torch's state_dict() entries)"
                 )
+            # refused by shape before the cast (review243 F4: a (2**26, 3) float64 entry for a (1, 3)
+            # weight was cast in full, then refused); a torch tensor whose dtype is accepted (not
+            # complex) before it is copied to the host or widened, the rest once numpy has read them
+            # and their dtype is checked, as before
+            tensor: Any = entry
+            if _is_torch_tensor(tensor) and tensor.device.type != "meta" and not tensor.is_complex():
+                _check_entry_shape(spec, tuple(tensor.shape))
             host = _wide_torch(entry, spec.name)
             try:
                 raw = np.asarray(host)
@@ -226,6 +233,7 @@ class Model(PicklesAtEveryProtocol):
                 others = [item for item in raw.flat if not isinstance(item, _REALS)][:1]
                 if others:
                     raise StateError(f"{refusal}: it holds {others[0]!r} of type {type(others[0]).__name__}")
+            _check_entry_shape(spec, raw.shape)
             try:  # an object array of reals (Fraction, Decimal, Python floats) casts as numpy casts it
                 with np.errstate(over="ignore"):
                     value = np.array(raw, dtype=self.dtype)
@@ -239,10 +247,6 @@ class Model(PicklesAtEveryProtocol):
                     f"state entry {spec.name} holds {int(overflowed.sum())} finite values beyond the "
                     f"{self.dtype} range (largest magnitude {largest!s}; accepted: magnitude at most "
                     f"{np.finfo(self.dtype).max!s}{wider})"
-                )
-            if value.shape != spec.shape:
-                raise StateError(
-                    f"state entry {spec.name} has shape {list(value.shape)}, expected {list(spec.shape)}"
                 )
             values.append(value)
         self.parameters = values  # with strict, nothing was missing or unexpected: two empty lists
@@ -431,6 +435,12 @@ class Model(PicklesAtEveryProtocol):
 
 _NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
 """The torch floating dtypes numpy has a type for."""
+
+
+def _check_entry_shape(spec: ParamSpec, shape: tuple[int, ...]) -> None:
+    """Refuse a state entry of ``shape`` for ``spec`` of another shape."""
+    if tuple(shape) != spec.shape:
+        raise StateError(f"state entry {spec.name} has shape {list(shape)}, expected {list(spec.shape)}")
 
 
 def _wide_torch(entry: object, name: str) -> object:
