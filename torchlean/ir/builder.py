@@ -30,7 +30,7 @@ from torchlean._checks import is_builtin_or_numpy_int
 from torchlean.backend.fields import describe
 from torchlean.ir.errors import IRError
 from torchlean.ir.graph import Graph, Node
-from torchlean.ir.infer import infer_node_shape
+from torchlean.ir.infer import check_mask_shape, infer_node_shape
 from torchlean.ir.ops import (
     Abs,
     Add,
@@ -593,7 +593,10 @@ class GraphBuilder:
         return self.node(LogSoftmax(self._axis("log_softmax", x, axis, scalar_axis=True)), x)
 
     def hard_masked_softmax(self, x: Ref, mask: HardMask | npt.ArrayLike) -> int:
-        """Last-axis softmax over the allowed entries of a static boolean ``mask``."""
+        """Last-axis softmax over the allowed entries of a static boolean ``mask``; a boolean
+        numpy array's shape is checked against ``x``'s before its entries are read."""
+        if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
+            check_mask_shape("hard_masked_softmax", tuple(int(d) for d in mask.shape), self.shape(x))
         hard = mask if isinstance(mask, HardMask) else HardMask.from_array(mask)
         return self.node(HardMaskedSoftmax(hard), x)
 

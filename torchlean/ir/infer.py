@@ -200,8 +200,18 @@ def _check_axis(tag: str, axis: int, s: Shape) -> None:
 
 
 def _check_mask(tag: str, mask: HardMask, scores: Shape) -> None:
-    if not _broadcasts_to(mask.shape, scores):
-        raise IRError(f"{tag}: mask shape {_r(mask.shape)} does not broadcast to {_r(scores)}")
+    check_mask_shape(tag, mask.shape, scores)
+
+
+def check_mask_shape(tag: str, mask: Shape, scores: Shape) -> None:
+    """Refuse a static mask of shape ``mask`` that does not broadcast to the ``scores`` shape (the
+    builder checks an array's declared shape with it before reading its entries, review243 F6).
+
+    Raises:
+        IRError: ``<tag>: mask shape [...] does not broadcast to [...]``.
+    """
+    if not _broadcasts_to(mask, scores):
+        raise IRError(f"{tag}: mask shape {_r(mask)} does not broadcast to {_r(scores)}")
 
 
 def _attention_shape(kind: ScaledDotProductAttention, q: Shape, k: Shape, v: Shape) -> Shape:

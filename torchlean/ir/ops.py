@@ -360,15 +360,17 @@ class HardMask:
     def __post_init__(self) -> None:
         shape = checked_dims(self.shape, "hard mask shape")
         allowed = tuple(self.allowed)
-        if not all(isinstance(a, bool | np.bool_) for a in allowed):
-            raise IRError("hard mask: allowed entries must be booleans")
         if len(allowed) != numel(shape):
             raise IRError(
                 f"hard mask: {len(allowed)} entries do not fill shape {render_shape(shape)} "
                 f"({numel(shape)} elements)"
             )
+        if not all(type(a) is bool for a in allowed):  # one C-speed pass in the usual case
+            if not all(isinstance(a, bool | np.bool_) for a in allowed):
+                raise IRError("hard mask: allowed entries must be booleans")
+            allowed = tuple(bool(a) for a in allowed)
         _set(self, "shape", shape)
-        _set(self, "allowed", tuple(bool(a) for a in allowed))
+        _set(self, "allowed", allowed)
 
     @classmethod
     def from_array(cls, mask: npt.ArrayLike) -> HardMask:
@@ -376,7 +378,7 @@ class HardMask:
         array = np.asarray(mask)
         if array.dtype != np.bool_:
             raise IRError(f"hard mask: expected a boolean array, got dtype {array.dtype}")
-        return cls(tuple(int(d) for d in array.shape), tuple(bool(a) for a in array.reshape(-1)))
+        return cls(tuple(int(d) for d in array.shape), tuple(array.reshape(-1).tolist()))  # Python bools
 
     def to_array(self) -> npt.NDArray[np.bool_]:
         return np.array(self.allowed, dtype=np.bool_).reshape(self.shape)
