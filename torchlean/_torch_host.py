@@ -27,16 +27,14 @@ def is_torch_tensor(value: object) -> bool:
 def declared_shape(value: object) -> tuple[int, ...] | None:
     """The shape of array data whose shape is free to read before it is copied (a numpy array, a
     torch tensor; a broadcast view may declare far more entries than memory holds), else None
-    (lists, numbers, a nested torch tensor, which has no one shape)."""
+    (lists, numbers, a torch tensor :func:`torch_refusal` refuses: a nested one has no one shape,
+    and a sparse, meta or grad-requiring one is refused as such before any shape check)."""
     if isinstance(value, np.ndarray):
         shape: tuple[int, ...] = value.shape
         return shape
-    if is_torch_tensor(value):
-        torch_value: Any = value
-        try:
-            return tuple(int(extent) for extent in torch_value.shape)
-        except RuntimeError:  # a nested tensor
-            return None
+    if is_torch_tensor(value) and torch_refusal("", value) is None:  # a tensor numpy cannot read
+        torch_value: Any = value  # (sparse, meta, requiring grad) keeps its own refusal first
+        return tuple(int(extent) for extent in torch_value.shape)
     return None
 
 
