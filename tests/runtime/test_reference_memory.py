@@ -230,3 +230,97 @@ def _check_fold_matmul_bits(_fold: Any, a: Any, b: Any, allowed: Any) -> None:
     got = _fold.fold_matmul_where(a, b, allowed)
     expected = _fold._fold_matmul_where_loop(a, b, allowed)
     assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+# ============================================================ F9: sums without an input-size copy
+
+
+def _accumulated(x: Any, axes: tuple[int, ...]) -> Any:
+    """The documented recurrence at once: ``np.add.accumulate`` over the reduced elements of each
+    output position in row-major order, last slice (the form fold_sum_axes had before)."""
+    kept = [ax for ax in range(x.ndim) if ax not in axes]
+    moved = np.transpose(x, kept + sorted(axes)).reshape((*[x.shape[ax] for ax in kept], -1))
+    return np.add.accumulate(moved, axis=-1)[..., -1].copy()
+
+
+_SUM_CASES = [
+    ((1024, 1024), (0, 1)),  # a full sum: one chunk row
+    ((1024, 1024), (1,)),
+    ((1024, 1024), (0,)),  # 1024 positions: chunks of 4 rows
+    ((16, 256, 256), (0, 2)),  # reduced axes that do not merge into a view
+    ((8, 1 << 17), (0,)),  # more positions than half a block: one in-place add per row
+]
+
+
+@pytest.mark.parametrize(("shape", "axes"), _SUM_CASES)
+def test_fold_sum_axes_peaks_at_its_result_plus_about_two_blocks(
+    shape: tuple[int, ...], axes: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review243 F9: ``fold_sum_axes`` (reduce_sum, reduce_mean, mse_loss, softmax, the norms...)
+    took ``np.add.accumulate`` of the whole input (a temporary the size of the input, 4 MiB
+    here, plus a transposed copy where the reduced axes did not merge). It now folds chunks of
+    about ``SUM_BLOCK`` elements (shrunk here to 4096) into the running sums."""
+    from torchlean.backend.providers.reference import _fold
+
+    monkeypatch.setattr(_fold, "SUM_BLOCK", 4096, raising=False)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    total, peak = _traced_peak(lambda: _fold.fold_sum_axes(x, axes))
+    assert peak < total.nbytes + 3 * 4096 * 4 + 64 * 1024, (peak, total.nbytes)
+    assert total.tobytes() == _accumulated(x, axes).tobytes()
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean axis 1", "mse_loss"])
+def test_reductions_do_not_allocate_a_copy_of_their_input(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """review243 F9 through the kernels: a sum of a 4 MiB input peaks at a few blocks; mse_loss
+    at its one residual array (squared in place; it held the residual, its square and the
+    accumulation: three input-sized arrays)."""
+    from torchlean.backend.providers.reference import _fold
+
+    monkeypatch.setattr(_fold, "SUM_BLOCK", 4096, raising=False)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1024, 1024)).astype(np.float32)
+    y = rng.standard_normal((1024, 1024)).astype(np.float32)
+    calls: dict[str, Callable[[], Any]] = {
+        "reduce_sum": lambda: K.reduce_sum(x),
+        "reduce_mean axis 1": lambda: K.reduce_mean(x, axis=1),
+        "mse_loss": lambda: K.mse_loss(x, y),
+    }
+    result, peak = _traced_peak(calls[op])
+    allowed = x.nbytes if op == "mse_loss" else 0
+    assert peak < allowed + result.nbytes + 3 * 4096 * 4 + 64 * 1024, peak
+    if op == "mse_loss":
+        expected = _accumulated((x - y) * (x - y), (0, 1)) / np.float32(x.size)
+        assert result.tobytes() == np.asarray(expected, np.float32).tobytes()
+
+
+@pytest.mark.parametrize("block", [2, 3, 7, 64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fold_sum_axes_in_chunks_has_the_recurrences_bits(
+    block: int, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunked sums are the same recurrence as ``accumulate`` at once: the same bits on values
+    spanning many magnitudes (where another order would round differently), on signed zeros,
+    infinities and NaNs of both signs (a result holding a NaN is recomputed at once, since which
+    of two NaNs an addition keeps differs between numpy's code paths), over transposed and
+    reversed inputs and every subset of axes."""
+    from torchlean.backend.providers.reference import _fold
+
+    monkeypatch.setattr(_fold, "SUM_BLOCK", block, raising=False)
+    rng = np.random.default_rng(block)
+    specials = np.array([np.nan, np.copysign(np.nan, -1.0), np.inf, -np.inf, 0.0, -0.0])
+    for trial in range(80):
+        shape = tuple(int(v) for v in rng.choice([1, 2, 3, 5, 11], size=1 + trial % 3))
+        x = rng.standard_normal(shape) * 10.0 ** rng.uniform(-9, 9, shape)
+        if trial % 4 == 1:
+            hit = rng.random(shape) < 0.15
+            x[hit] = rng.choice(specials, int(hit.sum()))
+        if trial % 4 == 2:
+            x[...] = -0.0
+        x = x.astype(dtype)
+        if trial % 5 == 3 and x.ndim > 1:
+            x = np.swapaxes(x, 0, -1)[..., ::-1]
+        axes = tuple(sorted(int(a) for a in rng.permutation(x.ndim)[: 1 + trial % x.ndim]))
+        with np.errstate(all="ignore"):
+            got, expected = _fold.fold_sum_axes(x, axes), _accumulated(x, axes)
+        assert got.flags.c_contiguous and not np.shares_memory(got, x)
+        assert got.shape == expected.shape and got.tobytes() == expected.tobytes(), (shape, axes)

@@ -35,6 +35,13 @@ def fold_sum_axes(x: Array, axes: Sequence[int], *, keepdims: bool = False) -> A
     The reduced elements of each output position are added in increasing row-major order of
     their coordinates along the reduced axes, in ``x.dtype``.  Shape: ``x.shape`` without the
     reduced axes (or with them set to 1 when ``keepdims``).  Always returns a fresh array.
+
+    Memory: a float input of more than :data:`SUM_BLOCK` elements is folded in blocks
+    (:func:`_fold_sum_in_blocks`), so besides the result the temporaries are about two blocks
+    (or none past the result when the result itself is more than half a block), not an array
+    the size of the input (review243 F9: ``np.add.accumulate`` of the whole input, and its
+    transposed copy where the reduced axes did not merge into a view). A result holding a NaN
+    is recomputed by that one ``accumulate`` (see :func:`_fold_sum_in_blocks`).
     """
     reduced = sorted(set(axes))
     kept = [ax for ax in range(x.ndim) if ax not in reduced]
@@ -42,14 +49,88 @@ def fold_sum_axes(x: Array, axes: Sequence[int], *, keepdims: bool = False) -> A
     count = 1
     for ax in reduced:
         count *= x.shape[ax]
-    moved = np.transpose(x, kept + reduced).reshape((*kept_shape, count))
     if count == 0:
         total = np.zeros(kept_shape, dtype=x.dtype)
+    elif x.size <= SUM_BLOCK or x.dtype.kind != "f":  # (accumulate widens bool and small ints)
+        total = _fold_sum_at_once(x, kept, reduced, kept_shape, count)
     else:
-        total = np.add.accumulate(moved, axis=-1)[..., -1].copy()
+        total = _fold_sum_in_blocks(x, kept, reduced, kept_shape)
+        if np.isnan(np.min(total)):  # min propagates NaN, and allocates no mask
+            total = _fold_sum_at_once(x, kept, reduced, kept_shape, count)
     if keepdims:
         keep_shape = tuple(1 if ax in reduced else x.shape[ax] for ax in range(x.ndim))
         return total.reshape(keep_shape)
+    return total
+
+
+SUM_BLOCK = 1 << 20
+"""How many input elements :func:`fold_sum_axes` folds at once (8 MiB of float64); an input of at
+most this many elements is folded by one ``np.add.accumulate``."""
+
+
+def _fold_sum_at_once(
+    x: Array, kept: list[int], reduced: list[int], kept_shape: tuple[int, ...], count: int
+) -> Array:
+    """:func:`fold_sum_axes` as one ``np.add.accumulate`` over the whole (moved) input, of which
+    the last slice is kept: a temporary the size of the input."""
+    moved = np.transpose(x, kept + reduced).reshape((*kept_shape, count))
+    result: Array = np.add.accumulate(moved, axis=-1)[..., -1].copy()
+    return result
+
+
+def _fold_sum_in_blocks(x: Array, kept: list[int], reduced: list[int], kept_shape: tuple[int, ...]) -> Array:
+    """:func:`fold_sum_axes` of a float ``x`` (over at least one element) without a temporary
+    the size of ``x``.
+
+    The reduced elements of every output position are taken in row-major order in chunks, and
+    each chunk is added to the running sums by the same sequential recurrence
+    ``s = s + x[i]``: where a chunk holds one reduced element per position and the result is
+    more than half a block, by ``np.add(s, x[i], out=s)`` (no temporary; one Python iteration per
+    reduced element, each over the whole result); otherwise by one ``np.add.accumulate`` over
+    ``[s, chunk...]`` (as :func:`_fold_in_blocks`) in two reused buffers of about
+    :data:`SUM_BLOCK` elements. The additions, and so every result that is not NaN, are those of
+    the one ``accumulate`` over the whole input (the first element is not added to ``0``). Which
+    of two NaNs an addition keeps differs between numpy's code paths, so :func:`fold_sum_axes`
+    recomputes a result holding a NaN at once, which keeps its bits in every case."""
+    moved = np.transpose(x, kept + reduced)  # a view: kept axes, then reduced axes
+    reduced_shape = tuple(x.shape[ax] for ax in reduced)
+    lead = (slice(None),) * len(kept)
+    kept_size = math.prod(kept_shape)
+    if 2 * kept_size > SUM_BLOCK:
+        total: Array | None = None
+        for index in np.ndindex(*reduced_shape):
+            term = moved[(*lead, *index)]
+            if total is None:
+                total = term.copy()  # C-contiguous, never a view of x
+            else:
+                np.add(total, term, out=total)
+        assert total is not None
+        return total
+    width = SUM_BLOCK // max(kept_size, 1)  # reduced elements per position in a chunk (>= 2)
+    # Chunks: the trailing reduced axes whose extents multiply to at most `width` are taken
+    # whole (`inner` elements), `step` indices of the axis before them at a time, and the axes
+    # before that one index at a time.
+    split, inner = len(reduced_shape), 1
+    while split > 1 and inner * reduced_shape[split - 1] <= width:
+        split -= 1
+        inner *= reduced_shape[split]
+    axis_length = reduced_shape[split - 1]
+    step = max(1, width // inner)  # chunks of step * inner <= width elements per position
+    terms = np.empty((*kept_shape, width + 1), dtype=x.dtype)
+    sums = np.empty_like(terms)
+    total = np.empty(kept_shape, dtype=x.dtype)
+    offset = 0  # where a chunk goes in `terms`: after the running sums once there are some
+    for index in np.ndindex(*reduced_shape[: split - 1]):
+        for start in range(0, axis_length, step):
+            piece = moved[(*lead, *index, slice(start, start + step))]
+            end = offset + math.prod(piece.shape[len(kept) :])
+            window = terms[..., offset:end].reshape(piece.shape)  # splits the last axis: a view
+            assert window.base is terms
+            np.copyto(window, piece)
+            np.add.accumulate(terms[..., :end], axis=-1, out=sums[..., :end])
+            total[...] = sums[..., end - 1]
+            terms[..., 0] = total
+            offset = 1
     return total
 
 

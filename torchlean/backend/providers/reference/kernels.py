@@ -608,8 +608,9 @@ def mse_loss(a: Array, b: Array) -> Array:
     """Mean squared residual ``sum((a - b)**2) / n`` as a rank-0 array; the sum is one left fold in
     row-major order (``torch.nn.functional.mse_loss``, reduction 'mean'; NaN for empty inputs)."""
     guards.check_mse_loss(a, b)
-    residual = a - b
-    total = fold_sum_axes(_arr(residual * residual), tuple(range(a.ndim)))
+    squares = _arr(a - b)
+    np.multiply(squares, squares, out=squares)  # in place: one temporary the size of the input
+    total = fold_sum_axes(squares, tuple(range(a.ndim)))
     return _arr(total / a.dtype.type(a.size))
 
 
