@@ -172,7 +172,9 @@ def test_environment_fault_shortens_a_huge_value() -> None:
     assert provenance.environment_fault(block) is None  # a long string is a string
     block["cwd"] = ["x" * 10**6]
     fault = provenance.environment_fault(block)
-    assert fault == f"'cwd' must be a string or None, got {repr(['x' * 10**6])[:197]}..."
+    prefix = "'cwd' must be a string or None, got ['xxxxxxxxxx"
+    assert fault is not None and fault.startswith(prefix) and fault.endswith("...")
+    assert len(fault) == len("'cwd' must be a string or None, got ") + 200  # the list's repr cut to 200
 
 
 @pytest.mark.parametrize(("name", "shown"), [
