@@ -8,38 +8,18 @@ inputs stay small while a full-size temporary would still exceed the bound many 
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pytest
+from memory_trace import traced_peak
 from numpy.testing import assert_array_equal
+from splitmix_oracle import M64, splitmix64_int
 
 from torchlean.backend.providers.reference import kernels as K
 
-_T = TypeVar("_T")
 _MIB = 1 << 20
-_M64 = (1 << 64) - 1
-
-
-def _traced_peak(call: Callable[[], _T]) -> tuple[_T, int]:
-    """``call()`` and the peak bytes allocated meanwhile (numpy reports its buffers to tracemalloc)."""
-    tracemalloc.start()
-    try:
-        result = call()
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def _splitmix64_int(x: int) -> int:
-    """SplitMix64 finaliser on a Python int (the formula of anchor-runtime.md §1.6)."""
-    z = (x + 0x9E3779B97F4A7C15) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
 
 # ================================================================= F7: the seeded random sources
 
@@ -57,9 +37,9 @@ def test_random_sources_peak_at_the_output_plus_one_block(
     shape = (64, 1 << 14)  # 1 Mi elements: 4 MiB of float32, 8 MiB of float64
     out_bytes = 64 * (1 << 14) * np.dtype(dtype).itemsize
     if op == "rand_uniform":
-        out, peak = _traced_peak(lambda: K.rand_uniform(shape=shape, seed=11, counter=3, dtype=dtype))
+        out, peak = traced_peak(lambda: K.rand_uniform(shape=shape, seed=11, counter=3, dtype=dtype))
     else:
-        out, peak = _traced_peak(
+        out, peak = traced_peak(
             lambda: K.bernoulli_mask(shape=shape, keep_prob=0.25, seed=11, counter=3, dtype=dtype)
         )
     assert out.shape == shape and out.dtype == dtype
@@ -70,7 +50,7 @@ def test_sample_nat_peaks_at_its_output_plus_one_block(monkeypatch: pytest.Monke
     """review243 F7: ``sample_nat`` fills its uint64 result block by block."""
     monkeypatch.setattr(K, "SAMPLE_BLOCK", 4096, raising=False)
     count = 1 << 20  # 8 MiB of uint64
-    out, peak = _traced_peak(lambda: K.sample_nat(12345, count))
+    out, peak = traced_peak(lambda: K.sample_nat(12345, count))
     assert out.shape == (count,) and out.dtype == np.uint64
     assert peak < count * 8 + _MIB // 2, peak
 
@@ -86,9 +66,9 @@ def test_random_sources_in_blocks_have_the_formulas_bits(
     ``keep_prob > u`` (strict) made of the same draws."""
     monkeypatch.setattr(K, "SAMPLE_BLOCK", block, raising=False)
     count = 37
-    seed, counter = _M64 - 40, 19  # seed + counter wraps past 2**64
-    key = _splitmix64_int((seed + counter) & _M64)
-    draws = [_splitmix64_int((key + i) & _M64) % (1 << 32) for i in range(count)]
+    seed, counter = M64 - 40, 19  # seed + counter wraps past 2**64
+    key = splitmix64_int((seed + counter) & M64)
+    draws = [splitmix64_int((key + i) & M64) % (1 << 32) for i in range(count)]
     expected = (np.array(draws, dtype=np.float64) / 2**32).astype(dtype).reshape(1, count)
     got = K.rand_uniform(shape=(1, count), seed=seed, counter=counter, dtype=dtype)
     assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
@@ -96,7 +76,7 @@ def test_random_sources_in_blocks_have_the_formulas_bits(
     mask = K.bernoulli_mask(shape=(1, count), keep_prob=keep, seed=seed, counter=counter, dtype=dtype)
     assert_array_equal(mask.view(np.uint8), (dtype(keep) > expected).astype(dtype).view(np.uint8))
     nats = K.sample_nat(key, count, 7)
-    assert [int(v) for v in nats] == [_splitmix64_int((key + i) & _M64) % 7 for i in range(count)]
+    assert [int(v) for v in nats] == [splitmix64_int((key + i) & M64) % 7 for i in range(count)]
     for empty in [(0,), (3, 0)]:
         assert K.rand_uniform(shape=empty, seed=1, counter=2, dtype=dtype).shape == empty
     scalar = K.rand_uniform(shape=(), seed=seed, counter=counter, dtype=dtype)
@@ -108,7 +88,7 @@ def test_splitmix64_leaves_its_input_and_returns_a_fresh_array() -> None:
     x = np.arange(5, dtype=np.uint64)
     out = K.splitmix64(x)
     assert_array_equal(x, np.arange(5, dtype=np.uint64))
-    assert [int(v) for v in out] == [_splitmix64_int(i) for i in range(5)]
+    assert [int(v) for v in out] == [splitmix64_int(i) for i in range(5)]
     assert not np.shares_memory(out, x)
 
 
@@ -128,11 +108,11 @@ def test_session_random_ops_and_dropout_peak_near_their_outputs(
     with tl.session(profile=profile):
         x = tl.tensor(np.ones(n, np.float32))
         tl.dropout(tl.tensor(np.ones(3, np.float32)), 0.5, seed=0)  # warm the plans outside the trace
-        _, peak = _traced_peak(lambda: tl.rand_uniform((n,), seed=5))
+        _, peak = traced_peak(lambda: tl.rand_uniform((n,), seed=5))
         assert peak < out_bytes + _MIB, peak
-        _, peak = _traced_peak(lambda: tl.bernoulli_mask((n,), 0.5, seed=5))
+        _, peak = traced_peak(lambda: tl.bernoulli_mask((n,), 0.5, seed=5))
         assert peak < out_bytes + _MIB, peak
-        _, peak = _traced_peak(lambda: tl.dropout(x, 0.5, seed=5))
+        _, peak = traced_peak(lambda: tl.dropout(x, 0.5, seed=5))
         assert peak < 3 * out_bytes + _MIB, peak
 
 
@@ -264,7 +244,7 @@ def test_fold_sum_axes_peaks_at_its_result_plus_about_two_blocks(
 
     monkeypatch.setattr(_fold, "SUM_BLOCK", 4096, raising=False)
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
-    total, peak = _traced_peak(lambda: _fold.fold_sum_axes(x, axes))
+    total, peak = traced_peak(lambda: _fold.fold_sum_axes(x, axes))
     assert peak < total.nbytes + 3 * 4096 * 4 + 64 * 1024, (peak, total.nbytes)
     assert total.tobytes() == _accumulated(x, axes).tobytes()
 
@@ -285,7 +265,7 @@ def test_reductions_do_not_allocate_a_copy_of_their_input(op: str, monkeypatch: 
         "reduce_mean axis 1": lambda: K.reduce_mean(x, axis=1),
         "mse_loss": lambda: K.mse_loss(x, y),
     }
-    result, peak = _traced_peak(calls[op])
+    result, peak = traced_peak(calls[op])
     allowed = x.nbytes if op == "mse_loss" else 0
     assert peak < allowed + result.nbytes + 3 * 4096 * 4 + 64 * 1024, peak
     if op == "mse_loss":

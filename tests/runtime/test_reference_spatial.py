@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from memory_trace import traced_peak
 from numpy.testing import assert_allclose, assert_array_equal
 
 import torchlean as tl
@@ -37,7 +38,6 @@ capsule evidence that names it must be of one of them (tests/backend/test_eviden
 
 Array = np.ndarray[Any, Any]
 Inputs = tuple[Array | None, ...]
-_T = TypeVar("_T")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -1527,19 +1527,6 @@ def test_float32_batch_norm_far_from_zero_has_the_error_the_readme_states() -> N
     assert 6.7e-5 < error < 6.9e-5 and torch_error < 1e-6  # the left fold: deterministic, IEEE adds
 
 
-def _traced_peak(call: Callable[[], _T]) -> tuple[_T, int]:
-    """``call()`` and the peak bytes numpy allocated meanwhile (numpy reports its buffers to
-    tracemalloc)."""
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        result = call()
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.parametrize(
     ("op", "keywords", "out_extent"),
     [
@@ -1562,10 +1549,10 @@ def test_conv_and_conv_transpose_memory_does_not_grow_with_the_padding(
     g = np.arange(1.0, out_extent + 1).reshape(1, 1, out_extent)
     want_dx, want_dw = torch.autograd.grad(want, (xt, wt), torch.from_numpy(g))
     forward, vjp = getattr(S, op), getattr(S, f"{op}_vjp")
-    got, peak = _traced_peak(lambda: forward(x, w, **keywords))
+    got, peak = traced_peak(lambda: forward(x, w, **keywords))
     assert peak < 2**20
     assert_array_equal(got, want.detach().numpy())
-    (dx, dw, _), peak = _traced_peak(lambda: vjp(g, x, w, out=got, **keywords))
+    (dx, dw, _), peak = traced_peak(lambda: vjp(g, x, w, out=got, **keywords))
     assert peak < 2**20
     assert_array_equal(dx, want_dx.numpy())
     assert_array_equal(dw, want_dw.numpy())

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_allclose, assert_array_equal
+from splitmix_oracle import M64, splitmix64_int
 
 from torchlean.backend.errors import GuardError
 from torchlean.backend.providers.reference import kernels as K
@@ -569,20 +570,11 @@ def test_linear_value_matches_torch_linear(
 
 # ------------------------------------------------------------------------------ random sources
 
-_M64 = (1 << 64) - 1
-
-
-def _splitmix64_int(x: int) -> int:
-    z = (x + 0x9E3779B97F4A7C15) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
 
 def test_rand_uniform_value_splitmix64_published_vectors() -> None:
     # SplitMix64 reference outputs (Vigna's splitmix64.c; state 1234567, and state 0).
     golden = 0x9E3779B97F4A7C15
-    inputs = np.array([1234567, (1234567 + golden) & _M64, 0], dtype=np.uint64)
+    inputs = np.array([1234567, (1234567 + golden) & M64, 0], dtype=np.uint64)
     assert [int(v) for v in K.splitmix64(inputs)] == [
         6457827717110365317,
         3203168211198807973,
@@ -593,9 +585,9 @@ def test_rand_uniform_value_splitmix64_published_vectors() -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rand_uniform_value_matches_python_int_schedule(dtype: Any) -> None:
     seed, counter, shape = 2026, 7, (3, 4)
-    key = _splitmix64_int((seed + counter) & _M64)
+    key = splitmix64_int((seed + counter) & M64)
     assert K.key_of(seed, counter) == key
-    expected = [(_splitmix64_int((key + i) & _M64) % (1 << 32)) / 2**32 for i in range(12)]
+    expected = [(splitmix64_int((key + i) & M64) % (1 << 32)) / 2**32 for i in range(12)]
     out = K.rand_uniform(shape=shape, seed=seed, counter=counter, dtype=dtype)
     assert out.dtype == np.dtype(dtype) and out.shape == shape
     assert_array_equal(out, np.array(expected, dtype=np.float64).astype(dtype).reshape(shape))
@@ -616,8 +608,8 @@ def test_rand_uniform_value_large_seed_wraps_mod_2_64_and_empty_shape() -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bernoulli_mask_value_matches_python_int_schedule(dtype: Any) -> None:
     seed, counter, keep = 11, 3, 0.3
-    key = _splitmix64_int((seed + counter) & _M64)
-    draws = np.array([(_splitmix64_int((key + i) & _M64) % (1 << 32)) / 2**32 for i in range(200)]).astype(
+    key = splitmix64_int((seed + counter) & M64)
+    draws = np.array([(splitmix64_int((key + i) & M64) % (1 << 32)) / 2**32 for i in range(200)]).astype(
         dtype
     )
     expected = (np.asarray(keep, dtype=dtype) > draws).astype(dtype)
