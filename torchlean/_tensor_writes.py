@@ -251,9 +251,6 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     from torchlean import functional as F
 
     items, changed = list(F._index_tuple(index)), False
-    refusal = _mask_extent_refusal(t.shape, items)  # review243 F11: before numpy expands a mask
-    if refusal is not None:
-        raise _unassignable(t, index, refusal)
     for position, item in enumerate(items):
         if isinstance(item, slice):
             items[position] = F._check_slice(item, index)
@@ -296,6 +293,9 @@ def assign(t: Tensor, index: Any, value: Tensor | npt.ArrayLike) -> None:
     )
     if t.dtype == np.int64:  # written_values refused integers beyond int64 (a Tensor holds none)
         _require_floats_fit_int64(source)
+    refusal = _mask_extent_refusal(t.shape, items)  # review243 F11: before numpy expands a mask,
+    if refusal is not None:  # after the value's refusals, as torch's order (review244 F1)
+        raise _unassignable(t, index, refusal)
     if source.ndim and source.size == 1:  # fits any target by torch's rule (review114 F3: numpy
         source = source.reshape(())  # < 2.4 warns writing it into one element, 2.4 refuses)
     try:  # numpy drops a value's leading size-1 axes into an array target, as torch does

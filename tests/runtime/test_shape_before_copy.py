@@ -213,3 +213,15 @@ def test_gather_index_refusal_order_is_kept() -> None:
     with pytest.raises(GuardError, match="out of range for extent 2 along axis 0"):
         tl.gather(x, np.full((1, 3), 2), 0)
     np.testing.assert_array_equal(tl.gather(x, np.broadcast_to(np.int64(1), (2, 3)), 0).numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("value", ["a", None])
+def test_a_non_numeric_value_is_refused_before_a_mask_of_the_wrong_shape(value: object) -> None:
+    """review244 F1: the mask's extent check (review243 F11) ran before the value was read, so
+    ``t[bad_mask] = 'a'`` named the mask where it named the value before, as torch does ("can't
+    assign a str to a torch.FloatTensor"); the value comes first again, the mask before numpy
+    expands it."""
+    t = tl.tensor(np.zeros((2, 3)))
+    value_first = r"^cannot use .* as the value of an item assignment"
+    with tl.no_grad(), pytest.raises(tl.TensorTypeError, match=value_first):
+        t[np.ones((3, 3), bool)] = value  # type: ignore[assignment]

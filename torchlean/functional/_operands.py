@@ -349,7 +349,9 @@ def _index(value: Tensor | npt.ArrayLike, like: Tensor, op: str, axis: object) -
         GuardError: a uint64 value above ``2**63 - 1``, which the int64 cast would wrap to a
             negative number: refused here with the guard's out-of-range message naming the value
             itself (``gather: index value 9223372036854775808 is out of range for extent 3 along
-            axis 1 (accepted: 0 <= index < 3)``), after ``axis`` is checked as the guard checks it.
+            axis 1 (accepted: 0 <= index < 3)``), after ``axis`` is checked as the guard checks it
+            (``gather`` and ``scatter_add`` refuse a numpy or torch index of the wrong rank or
+            extents before calling this, review243 F2: that comes first, as for int64 data).
         TensorError: ragged nested sequences (:func:`_array_like`).
     """
     if isinstance(value, Tensor):
