@@ -18,7 +18,7 @@ from torchlean._torch_host import declared_shape, is_torch_tensor, torch_refusal
 from torchlean.autograd.session import run_op
 from torchlean.backend.providers.reference.guards import check_gather_shapes, check_scatter_add_shapes
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import _index, _is_array_data, _require_tensor
+from torchlean.functional._operands import _index, _is_array_data, _require_tensor, on_host
 from torchlean.functional._params import _int, _ints, _required_axis
 from torchlean.functional._shape import reshape
 from torchlean.tensor import IntLike, Tensor, TensorError, TensorTypeError, _is_torch_tensor, operand_type
@@ -366,7 +366,7 @@ def gather(
     chosen = _required_axis("gather", axis, dim)
     params = {"axis": _axis_last("gather", chosen, index)}
     shape = _integer_index_shape(index)
-    if shape is not None and x.dtype in _FLOATS:  # before the copy (review243 F2)
+    if shape is not None and x.dtype in _FLOATS and on_host(x):  # before the copy (review243 F2)
         check_gather_shapes(x.shape, shape, params["axis"])
     return run_op(BackendOp.GATHER, (x, _index(index, x, "gather", chosen)), params)
 
@@ -399,6 +399,7 @@ def scatter_add(
     chosen = _required_axis("scatter_add", axis, dim)
     params = {"axis": _axis_last("scatter_add", chosen, index)}
     shape = _integer_index_shape(index)
-    if shape is not None and isinstance(src, Tensor) and base.dtype == src.dtype and base.dtype in _FLOATS:
+    same = isinstance(src, Tensor) and base.dtype == src.dtype and on_host(base)
+    if shape is not None and same and base.dtype in _FLOATS:
         check_scatter_add_shapes(base.shape, shape, src.shape, params["axis"])  # review243 F2
     return run_op(BackendOp.SCATTER_ADD, (base, _index(index, base, "scatter_add", chosen), src), params)

@@ -200,6 +200,13 @@ def refuse_unbroadcastable(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> N
         ) from None
 
 
+def on_host(t: Tensor) -> bool:
+    """Whether ``t`` has host (numpy) storage: a CPU tensor, whose refusals the reference guards
+    word, where the runtime may check array data's shape before copying it; a CUDA tensor (torch
+    storage, also in the host emulation of the CUDA tests) is refused in the native guard's words."""
+    return isinstance(t._data, np.ndarray)
+
+
 def _pair(a: Operand, b: Operand, op: str | None = None) -> tuple[Tensor, Tensor]:
     """Both operands as tensors; a non-tensor takes the other operand's dtype and device. For an
     elementwise ``op``, a constant numpy array or torch tensor whose shape does not broadcast with
