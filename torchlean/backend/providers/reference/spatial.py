@@ -24,7 +24,9 @@ is the reverse of window order: tap 0 of window ``o + k`` (stride 1) reads the e
 ``k`` of window ``o`` reads, so the later window's term comes first.
 Windows are gathered im2col-style, one array per kernel offset: a strided view of the input
 where the offset reads no padding, else a copy holding the padding value where it does (the
-padded input itself is never built, so memory does not grow with the padding).
+padded input itself is never built, so memory does not grow with the padding). The pools read
+only the offsets that reach the input (:func:`_live_taps`); the convolutions read every offset, as
+their ``0 * w`` padding terms are part of the fold (an infinite weight makes them NaN, as torch's).
 """
 
 from __future__ import annotations
