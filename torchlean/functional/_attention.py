@@ -18,7 +18,7 @@ from torchlean.backend.providers.reference.guards import (
     sdpa_scores_shape,
 )
 from torchlean.backend.vocabulary import BackendOp
-from torchlean.functional._operands import _mask, _require_tensor, on_host
+from torchlean.functional._operands import _mask, _require_tensor
 from torchlean.functional._params import _axis_spelling, _int, _real
 from torchlean.functional._shape import reshape
 from torchlean.tensor import BoolLike, IntLike, RealLike, Tensor, TensorTypeError
@@ -113,7 +113,7 @@ def hard_masked_softmax(
     params = {"axis": _int("hard_masked_softmax", "axis", chosen)}
     mask_shape = declared_shape(mask)
     boolean = str(getattr(mask, "dtype", "")) in ("bool", "torch.bool")  # else the guard's dtype refusal
-    if mask_shape is not None and boolean and on_host(x):  # first, as for every container (review242 F6)
+    if mask_shape is not None and boolean:  # first, as for every container (review242 F6)
         check_mask_shape("hard_masked_softmax", x.shape, mask_shape)  # before the copy (review240 F4)
     return run_op(BackendOp.HARD_MASKED_SOFTMAX, (x, _mask("hard_masked_softmax", mask, x)), params)
 
@@ -259,8 +259,6 @@ def _check_mask_before_copy(
     dtypes = {t.dtype for t in operands}
     if len(operands) < 3 or len(dtypes) != 1 or dtypes.pop() not in (np.float32, np.float64):
         return  # the guard refuses an operand or its dtype first
-    if not all(on_host(t) for t in operands):
-        return  # on CUDA the native guard words the refusal
     _refuse_ungrouped_heads(fn, q, k, v)
     q_shape, k_shape, v_shape = (t.shape for t in operands)
     check_sdpa_mask_shape(sdpa_scores_shape(q_shape, k_shape, v_shape), mask_shape)

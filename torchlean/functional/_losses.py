@@ -31,7 +31,6 @@ from torchlean.functional._operands import (
     _on_device_of,
     _pair,
     _require_tensor,
-    on_host,
 )
 from torchlean.functional._params import _axis, _real
 from torchlean.functional._reductions import reduce_mean, reduce_sum
@@ -95,7 +94,7 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
     first = prediction.shape if isinstance(prediction, Tensor) else declared_shape(prediction)
     second = target.shape if isinstance(target, Tensor) else declared_shape(target)
     tensors = [t for t in (prediction, target) if isinstance(t, Tensor)]
-    either = bool(tensors) and all(on_host(t) for t in tensors)  # CUDA: the native guard's words
+    either = bool(tensors)
     if first is not None and second is not None and either:
         check_mse_shapes(first, second)  # before array data is copied (review240 F4)
     x, y = _pair(prediction, target)

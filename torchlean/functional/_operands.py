@@ -201,9 +201,11 @@ def refuse_unbroadcastable(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> N
 
 
 def on_host(t: Tensor) -> bool:
-    """Whether ``t`` has host (numpy) storage: a CPU tensor, whose refusals the reference guards
-    word, where the runtime may check array data's shape before copying it; a CUDA tensor (torch
-    storage, also in the host emulation of the CUDA tests) is refused in the native guard's words."""
+    """Whether ``t`` has host (numpy) storage: a CPU tensor. ``gather`` and ``scatter_add`` check
+    an index's declared shape before copying it in the reference guards' words only for one: the
+    native CUDA guard words its own refusal of a CUDA tensor's index (the emulated ``checked_cuda``
+    tests pin it), which sees the index after its copy. The elementwise ops, ``mse_loss`` and the
+    masks check on every device, in the reference guards' words."""
     return isinstance(t._data, np.ndarray)
 
 
