@@ -502,17 +502,19 @@ def update_in_place(
         except ValueError:  # the op's guard refuses shapes that do not broadcast
             broadcast = t.shape
         if broadcast != t.shape:
-            raise TensorError(
-                f"{what}: the result has shape {broadcast}, but an in-place update keeps this "
-                f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
-            )
+            raise _shape_changed(what, broadcast, t.shape)
     result = op(other)
     if result.shape != t.shape:
-        raise TensorError(
-            f"{what}: the result has shape {result.shape}, but an in-place update keeps this "
-            f"tensor's shape {t.shape} (accepted: an operand that broadcasts to {t.shape})"
-        )
+        raise _shape_changed(what, result.shape, t.shape)
     return t.copy_(result)._keep_producer(result)
+
+
+def _shape_changed(what: str, result: tuple[int, ...], shape: tuple[int, ...]) -> TensorError:
+    """The refusal of an in-place update ``what`` whose result would have another shape."""
+    return TensorError(
+        f"{what}: the result has shape {result}, but an in-place update keeps this tensor's shape "
+        f"{shape} (accepted: an operand that broadcasts to {shape})"
+    )
 
 
 def _operand_shape(t: Tensor, other: object) -> tuple[int, ...] | None:

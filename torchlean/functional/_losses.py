@@ -93,8 +93,7 @@ def mse_loss(prediction: Tensor, target: Operand, *, reduction: str = "mean") ->
         return run_op(BackendOp.MSE_LOSS, (_filled(prediction, target), target), {})
     first = prediction.shape if isinstance(prediction, Tensor) else declared_shape(prediction)
     second = target.shape if isinstance(target, Tensor) else declared_shape(target)
-    tensors = [t for t in (prediction, target) if isinstance(t, Tensor)]
-    either = bool(tensors)
+    either = isinstance(prediction, Tensor) or isinstance(target, Tensor)
     if first is not None and second is not None and either:
         check_mse_shapes(first, second)  # before array data is copied (review240 F4)
     x, y = _pair(prediction, target)
